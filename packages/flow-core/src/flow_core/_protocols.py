@@ -1,0 +1,222 @@
+"""The seams of flow-core: model backends, the editor bridge and progress events.
+
+Other packages (flow-rose, flow-mcp, flow-cli, custom agents) depend on these shapes; change
+them only with every implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Role = Literal["planner", "coder", "reviewer"]
+ROLES: tuple[Role, ...] = ("planner", "coder", "reviewer")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call requested by the model.
+
+    ``arguments`` is what the model sent: normally a JSON object (``dict``); a ``str`` when the
+    model sent the arguments as a JSON *string* (a misbehaviour the runtime classifies).
+    ``id`` is the server's id when it gave one, else one the backend made up.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """A backend-neutral chat message.
+
+    ``role`` is system, user, assistant or tool. Assistant messages may carry ``tool_calls``;
+    tool messages carry ``tool_call_id`` and ``name`` of the call they answer.
+    """
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """One model reply.
+
+    Attributes:
+        content: the assistant text ("" when none).
+        tool_calls: structured tool calls, as the server returned them.
+        finish_reason: ``"stop"``, ``"length"`` (cut short by the context window or token
+            limit), ``"tool_calls"``, or ``None`` when the server did not say.
+        model: the model name the server reports.
+        duration_ms: wall time of the request in milliseconds.
+        prompt_tokens / completion_tokens: as reported by the server, when it does.
+    """
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    model: str = ""
+    duration_ms: float = 0.0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A chat model server (Ollama's native API, an OpenAI-compatible server, a script).
+
+    Implementations raise ``BackendError`` (with a stable code) for transport, HTTP and
+    protocol failures; they never raise for what the *model* said (that is classified by the
+    runtime).
+    """
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        format: Mapping[str, Any] | None = None,
+    ) -> ChatResponse:
+        """Send one chat request.
+
+        Args:
+            model: model name as the server knows it.
+            messages: the whole context for this turn.
+            tools: tool schemas in the OpenAI/Ollama function format
+                (``{"type": "function", "function": {"name", "description", "parameters"}}``).
+            format: a JSON Schema the reply's content must follow (structured output), or None.
+        """
+        ...
+
+    def list_models(self) -> list[str]:
+        """Names of the models installed on the server."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EditorFreshness:
+    """Rose's editor-context freshness, API v1 (seed: "Rose integration").
+
+    Attributes:
+        dirty_buffers: workspace-relative paths of every modified (unsaved) buffer.
+        snapshot: an opaque token for the loaded/observed workspace state across *all*
+            buffers; two equal tokens mean nothing changed in between.
+    """
+
+    dirty_buffers: tuple[str, ...]
+    snapshot: str
+
+
+@dataclass(frozen=True, slots=True)
+class EditorLintResult:
+    """What Rose's native linter (``editor_lint``) reported for a set of files.
+
+    Only ``status == "ok"`` with ``verified`` true counts as static coverage for ``files``;
+    ``"unavailable"`` (no LSP) never does; ``error_count > 0`` or ``stale`` vetoes.
+    """
+
+    status: Literal["ok", "unavailable", "error"]
+    verified: bool
+    files: tuple[str, ...]
+    error_count: int = 0
+    stale: bool = False
+    message: str = ""
+
+
+@runtime_checkable
+class EditorBridge(Protocol):
+    """The editor seam (implemented by flow-rose's ``RoseBridge``).
+
+    Every method raises ``EditorError`` when the editor is unavailable, times out, or its
+    workspace differs from Flow's; there is never a fallback to direct disk I/O.
+    """
+
+    def workspace(self) -> str:
+        """Rose's resolved workspace root (absolute path)."""
+        ...
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Filtered editor tool schemas: ``{"name", "description", "inputSchema", "readOnly"}``.
+
+        Only editor_context, editor_diagnostics, editor_symbols, editor_references,
+        editor_lint, editor_check, editor_scip and editor_debug (status only) appear.
+        """
+        ...
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Call one allowed editor tool; returns its decoded result object."""
+        ...
+
+    def read_file(self, rel: str) -> str:
+        """Buffer-aware read of a workspace-relative path (already validated by Flow)."""
+        ...
+
+    def write_file(self, rel: str, text: str) -> None:
+        """Buffer-aware write; refused for unsaved or read-only buffers."""
+        ...
+
+    def freshness(self) -> EditorFreshness:
+        """The freshness v1 state; a missing field raises ``EditorError`` (fail closed)."""
+        ...
+
+    def lint(self, paths: Sequence[str]) -> EditorLintResult:
+        """Run Rose's native linter over workspace-relative paths."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        ...
+
+
+EventKind = Literal[
+    "run_started",
+    "role_started",
+    "turn",
+    "tool_call",
+    "check_started",
+    "check_finished",
+    "verification",
+    "review",
+    "run_finished",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A progress event for live displays (CLI progress line, TUI, MCP progress).
+
+    Attributes:
+        kind: what happened.
+        role: the active role, when one is.
+        cycle: the repair cycle (1-based), when in a run.
+        turn: the model turn within the role invocation (1-based).
+        name: the tool or check name for tool_call/check_* events.
+        ok: outcome for tool_call/check_finished/verification/review events.
+        elapsed_ms: milliseconds since the run (or check) started.
+        detail: free-form extra fields (JSON-serialisable).
+    """
+
+    kind: EventKind
+    role: Role | None = None
+    cycle: int | None = None
+    turn: int | None = None
+    name: str | None = None
+    ok: bool | None = None
+    elapsed_ms: float = 0.0
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+class EventSink(Protocol):
+    """Receives progress events; must be fast and must not raise."""
+
+    def __call__(self, event: Event, /) -> None: ...

@@ -1,0 +1,191 @@
+"""The report: one pydantic model, serialised as one JSON object, for status, check and run.
+
+``Report.model_json_schema()`` is shipped as ``flow_core/report.schema.json`` and used as the
+MCP tools' ``outputSchema``. A test keeps the file equal to the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CheckKind = Literal["test", "lint", "typecheck", "diagnostics", "build", "check"]
+CheckStatus = Literal["passed", "failed", "timeout", "missing", "refused", "interrupted", "error"]
+ReportKind = Literal["status", "check", "run"]
+ReportStatus = Literal[
+    "ok",  # status report
+    "passed",  # check: every selected check passed
+    "failed",  # check: a check failed; run: the run could not complete
+    "verified",  # run: all five gate conditions held
+    "unverified",  # run: completed, but the gate did not pass
+    "read_only",  # run without --trusted: planned only
+    "interrupted",  # Ctrl-C / SIGTERM: process groups were killed
+    "error",  # configuration, backend or editor failure before any result
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorInfo(_Model):
+    """One error with a stable ``code`` (see ``flow_core.ERROR_CODES``)."""
+
+    code: str
+    message: str
+    role: str | None = None
+    cycle: int | None = None
+
+
+class CheckSpec(_Model):
+    """A configured check as the operator wrote it (argv snapshotted at load)."""
+
+    name: str
+    kind: CheckKind
+    required: bool
+    filetypes: list[str]
+    argv: list[str]
+    timeout_ms: int
+    executable: str | None = Field(
+        default=None, description="resolved executable path recorded at load, if found"
+    )
+
+
+class CheckResult(_Model):
+    """The outcome of running one named check."""
+
+    name: str
+    kind: CheckKind
+    required: bool
+    argv: list[str]
+    status: CheckStatus
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    output_tail: str = Field(default="", description="last bytes of stdout+stderr, capped")
+    error: ErrorInfo | None = None
+
+
+class CoverageEntry(_Model):
+    """Static-analysis coverage of one language key among the changed files."""
+
+    key: str = Field(description='language name ("python"), extension (".rs") or "docs"')
+    files: list[str]
+    status: Literal["covered", "uncovered", "not_required", "vetoed"]
+    by: list[str] = Field(default_factory=list, description="check names or 'rose:editor_lint'")
+
+
+class GateConditions(_Model):
+    """The seed's five conditions ("What verified means"), each judged by the host."""
+
+    within_budgets: bool
+    required_checks_passed: bool
+    static_coverage: bool
+    review_approved: bool
+    unchanged: bool
+
+
+class Verification(_Model):
+    """The gate's verdict for one cycle (or the final one)."""
+
+    verified: bool
+    conditions: GateConditions
+    coverage: list[CoverageEntry] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list, description="why not verified")
+
+
+class Review(_Model):
+    """The reviewer's structured verdict (validated against its JSON schema)."""
+
+    approved: bool
+    summary: str = ""
+    findings: list[str] = Field(default_factory=list)
+
+
+class CycleRecord(_Model):
+    """One coder → verification → reviewer cycle."""
+
+    cycle: int
+    checks: list[CheckResult] = Field(default_factory=list)
+    verification: Verification
+    review: Review | None = None
+
+
+class RoleUsage(_Model):
+    model: str
+    turns: int = 0
+    invocations: int = 0
+
+
+class ToolCallRecord(_Model):
+    """One tool call, with the id Flow gave it."""
+
+    id: str
+    role: str
+    name: str
+    ok: bool
+    error: str | None = Field(default=None, description="stable error code when not ok")
+    cycle: int | None = None
+
+
+class Budget(_Model):
+    used: int
+    limit: int
+
+
+class Budgets(_Model):
+    """Budgets used against their limits (seed: ``[agent]``)."""
+
+    iterations: Budget = Field(description="most model turns in one role invocation")
+    cycles: Budget
+    tool_calls: Budget = Field(description="across the whole run")
+    context_chars: Budget = Field(description="largest context sent in one request")
+
+
+class Timings(_Model):
+    """Milliseconds. ``flow_ms`` is everything that was neither model nor check time."""
+
+    total_ms: float = 0.0
+    model_ms: float = 0.0
+    checks_ms: float = 0.0
+    flow_ms: float = 0.0
+
+
+class Report(_Model):
+    """The single JSON object that ``flow status|check|run`` print and MCP tools return."""
+
+    kind: ReportKind
+    ok: bool
+    verified: bool = False
+    status: ReportStatus
+    flow_version: str
+    workspace: str | None = None
+    trusted: bool = False
+    task: str | None = None
+    config_sources: list[str] = Field(default_factory=list)
+    models: dict[str, str] = Field(default_factory=dict, description="model per role")
+    configured_checks: list[CheckSpec] = Field(default_factory=list)
+    checks: list[CheckResult] = Field(default_factory=list)
+    verification: Verification | None = None
+    verification_history: list[CycleRecord] = Field(default_factory=list)
+    plan: str | None = None
+    changed_files: list[str] = Field(default_factory=list)
+    diff: str = ""
+    roles: dict[str, RoleUsage] = Field(default_factory=dict)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    budgets: Budgets | None = None
+    errors: list[ErrorInfo] = Field(default_factory=list)
+    timings: Timings = Field(default_factory=Timings)
+
+    def to_json(self) -> str:
+        """Compact JSON, one line, UTF-8 safe."""
+        return self.model_dump_json()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-compatible dict (what MCP puts in ``structuredContent``)."""
+        return self.model_dump(mode="json")
+
+
+def report_json_schema() -> dict[str, Any]:
+    """The report's JSON Schema (draft 2020-12, as pydantic writes it)."""
+    return Report.model_json_schema()
