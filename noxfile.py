@@ -152,15 +152,22 @@ def wheels(session: nox.Session) -> None:
             session.run(
                 "uv", "pip", "install", "-q", "--python", py, "--find-links", str(dist), str(wheel)
             )
-            session.run(py, "-I", "-c", f"import {p.import_name}; print({p.import_name}.__version__)")
+            session.run(
+                py,
+                "-I",
+                "-c",
+                f"import {p.import_name}; print({p.import_name}.__version__)",
+                external=True,
+            )
             for script in p.scripts:
-                session.run(str(venv / "v" / "bin" / script), "--help", silent=True)
+                session.run(str(venv / "v" / "bin" / script), "--help", silent=True, external=True)
             if p.name == "flow-core":
                 session.run(
                     py,
                     "-I",
                     "-c",
                     "import flow_core; assert flow_core.list_skills(), 'no bundled skills'",
+                    external=True,
                 )
             if p.name == "flow-safeio":
                 out = subprocess.run(
