@@ -140,7 +140,15 @@ def wheels(session: nox.Session) -> None:
     dist = Path(tempfile.mkdtemp(prefix="flow-dist-"))
     for p in PACKAGES.values():
         session.run(
-            "python", "-m", "build", "--wheel", "--installer", "uv", "--outdir", str(dist), str(p.path)
+            "python",
+            "-m",
+            "build",
+            "--wheel",
+            "--installer",
+            "uv",
+            "--outdir",
+            str(dist),
+            str(p.path),
         )
     session.log("built: " + ", ".join(sorted(x.name for x in dist.iterdir())))
     for p in PACKAGES.values():
