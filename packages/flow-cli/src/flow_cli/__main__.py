@@ -1,15 +1,27 @@
-"""Console entry point (stub until the package's issue lands)."""
+"""Console entry point: ``flow`` and ``python -m flow_cli``.
+
+Kept tiny on purpose: the click application (and, through it, flow-core) is imported only
+when the command actually runs, and ``flow-mcp`` only for ``flow serve``.
+"""
+
+from __future__ import annotations
 
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; returns the process exit code."""
-    args = sys.argv[1:] if argv is None else argv
-    if "--help" in args:
-        print("usage: flow-cli [--help]")
-        return 0
-    return 2
+    """Run the ``flow`` command.
+
+    Args:
+        argv: arguments after the program name; ``sys.argv[1:]`` when None.
+
+    Returns:
+        The process exit code: 0 ok, 1 failed or unverified, 2 configuration or usage error,
+        130 interrupted (Ctrl-C or SIGTERM).
+    """
+    from flow_cli._cli import run_cli
+
+    return run_cli(sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,172 @@
+"""The click application: ``flow [status|check|run|tui|serve]``.
+
+Exit codes (seed: "Approve checks, then run"): 0 ok, 1 failed or unverified, 2 configuration or
+usage error, 130 interrupted. ``status``, ``check`` and ``run`` print exactly one JSON object on
+stdout, usage errors included (see ``run_cli``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from flow_cli.__about__ import __version__
+from flow_cli._options import CommonOptions, collect, common_options, subcommand_in
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: Subcommands whose stdout is exactly one JSON object.
+REPORT_COMMANDS = frozenset({"status", "check", "run"})
+
+
+@click.group(
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@common_options
+@click.version_option(__version__, "--version", prog_name="flow")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    workspace: str | None,
+    config_file: str | None,
+    trusted: bool,
+    model: str | None,
+) -> int:
+    """Flow: bounded planner → coder → reviewer runs, verified by checks you approve.
+
+    With no subcommand, starts the terminal UI. The common flags work before or after the
+    subcommand. Exit codes: 0 ok, 1 failed/unverified, 2 configuration/usage error,
+    130 interrupted.
+    """
+    opts = CommonOptions(workspace=workspace, config=config_file, trusted=trusted, model=model)
+    ctx.obj = opts
+    if ctx.invoked_subcommand is None:
+        from flow_cli._tui import run_tui
+
+        return run_tui(opts)
+    return EXIT_OK
+
+
+@cli.command()
+@common_options
+@click.pass_context
+def status(ctx: click.Context, **values: str | bool | None) -> int:
+    """Print the workspace, trust, config sources, models, checks and budgets as JSON.
+
+    Sends no model request and runs no command; works with no model server running.
+    """
+    from flow_cli._commands import run_report_command
+
+    return run_report_command("status", collect(ctx, **values))
+
+
+@cli.command()
+@click.argument("name", required=False)
+@common_options
+@click.pass_context
+def check(ctx: click.Context, name: str | None, **values: str | bool | None) -> int:
+    """Run every configured check (or only NAME) and print one JSON report.
+
+    Needs --trusted: checks execute project code. Exit 0 when every selected check passed,
+    1 when one failed, 2 for an unknown NAME or a missing --trusted.
+    """
+    from flow_cli._commands import run_report_command
+
+    return run_report_command("check", collect(ctx, **values), name=name)
+
+
+@cli.command()
+@click.argument("task")
+@common_options
+@click.pass_context
+def run(ctx: click.Context, task: str, **values: str | bool | None) -> int:
+    """Run the verified planner → coder → reviewer workflow on TASK; print one JSON report.
+
+    Without --trusted only the plan is made (read-only) and the exit code is 1. Exit 0 only
+    when the run is verified.
+    """
+    from flow_cli._commands import run_report_command
+
+    return run_report_command("run", collect(ctx, **values), task=task)
+
+
+@cli.command()
+@common_options
+@click.pass_context
+def tui(ctx: click.Context, **values: str | bool | None) -> int:
+    """Start the terminal UI (also what plain ``flow`` does)."""
+    from flow_cli._tui import run_tui
+
+    return run_tui(collect(ctx, **values))
+
+
+@cli.command()
+@common_options
+@click.option(
+    "--nvim",
+    "nvim",
+    default=None,
+    metavar="SOCKET",
+    help="Private Neovim socket of Rose, for the editor bridge (needs flow-cli[editor]).",
+)
+@click.option(
+    "--editor-timeout",
+    type=click.FloatRange(0.1, 660.0),
+    default=None,
+    metavar="SECONDS",
+    help="Editor request timeout in seconds (0.1-660, default 120).",
+)
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    nvim: str | None,
+    editor_timeout: float | None,
+    **values: str | bool | None,
+) -> int:
+    """Serve flow_status, flow_run and flow_check over MCP stdio (delegates to flow-mcp)."""
+    from flow_cli._serve import serve_mcp
+
+    return serve_mcp(collect(ctx, **values), nvim=nvim, editor_timeout=editor_timeout)
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run the click application without letting click call ``sys.exit``.
+
+    A usage error prints click's message on stderr and exits 2. When the subcommand was
+    ``status``, ``check`` or ``run``, a JSON error report is also printed on stdout, so a
+    script can always parse stdout as one JSON object.
+
+    Args:
+        argv: the arguments after the program name.
+
+    Returns:
+        The exit code.
+    """
+    try:
+        result = cli.main(args=argv, prog_name="flow", standalone_mode=False)
+    except click.UsageError as err:
+        err.show(file=sys.stderr)
+        command = None
+        if err.ctx is not None and err.ctx.command.name in REPORT_COMMANDS:
+            command = err.ctx.command.name
+        elif err.ctx is None or err.ctx.command is cli:
+            command = subcommand_in(argv, REPORT_COMMANDS)
+        if command is not None:
+            from flow_cli._commands import emit_usage_error
+
+            emit_usage_error(command, "usage_error", err.format_message())
+        return EXIT_USAGE
+    except click.ClickException as err:
+        err.show(file=sys.stderr)
+        return err.exit_code
+    except click.Abort:
+        click.echo("flow: aborted", err=True)
+        return EXIT_INTERRUPTED
+    if isinstance(result, int):
+        return result
+    return EXIT_OK

@@ -1,0 +1,270 @@
+"""``flow status``, ``flow check`` and ``flow run``: one JSON report on stdout, an exit code.
+
+Errors are translated here, at the edge (CONVENTIONS: errors): ``ConfigError`` (including an
+unknown check name) and ``NotTrustedError`` exit 2, other ``FlowError``s exit 1, an interrupt
+exits 130. Each prints a readable line on stderr and still a JSON report on stdout.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal
+
+from flow_cli._options import CommonOptions
+from flow_cli._stdout import StdoutGuard
+
+if TYPE_CHECKING:
+    from flow_core import Event, Report, Runtime
+
+ReportKind = Literal["status", "check", "run"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_EXIT_BY_STATUS = {
+    "ok": EXIT_OK,
+    "passed": EXIT_OK,
+    "verified": EXIT_OK,
+    "failed": EXIT_FAILED,
+    "unverified": EXIT_FAILED,
+    "read_only": EXIT_FAILED,
+    "error": EXIT_FAILED,
+    "interrupted": EXIT_INTERRUPTED,
+}
+
+#: Error codes that mean "fix the configuration or the command line" (exit 2).
+_USAGE_CODES = frozenset({"config_invalid", "check_unknown", "not_trusted", "usage_error"})
+
+
+def exit_code_for(report: Report) -> int:
+    """Map a report to the process exit code (0, 1, 2 or 130).
+
+    A report whose status is ``error`` exits 2 when one of its errors is a configuration or
+    usage error, else 1.
+    """
+    if report.status == "error" and any(e.code in _USAGE_CODES for e in report.errors):
+        return EXIT_USAGE
+    return _EXIT_BY_STATUS.get(report.status, EXIT_FAILED)
+
+
+def build_runtime(
+    opts: CommonOptions,
+    *,
+    on_event: Callable[[Event], None] | None = None,
+    model: str | None = None,
+) -> Runtime:
+    """Load the configuration for ``opts`` and build a Runtime.
+
+    Args:
+        opts: the merged common flags; ``--workspace`` and ``--model`` are applied while the
+            configuration loads, before anything else is built.
+        on_event: progress sink, or None.
+        model: a model that overrides ``opts.model`` (the TUI's ``/model NAME``).
+
+    Raises:
+        flow_core.ConfigError: the configuration is invalid (message names file, key, fix).
+    """
+    from flow_core import Runtime, load_config
+
+    loaded = load_config(
+        config_file=opts.config,
+        workspace=opts.workspace,
+        model=model if model is not None else opts.model,
+    )
+    return Runtime(
+        loaded.config,
+        trusted=opts.trusted,
+        on_event=on_event,
+        config_sources=tuple(loaded.sources),
+    )
+
+
+def error_report(
+    kind: ReportKind,
+    code: str,
+    message: str,
+    *,
+    opts: CommonOptions | None = None,
+    status: Literal["error", "interrupted"] = "error",
+) -> Report:
+    """A report for a failure that happened before the runtime could produce one."""
+    import flow_core
+
+    return flow_core.Report(
+        kind=kind,
+        ok=False,
+        status=status,
+        flow_version=flow_core.__version__,
+        workspace=opts.workspace if opts is not None else None,
+        trusted=opts.trusted if opts is not None else False,
+        errors=[flow_core.ErrorInfo(code=code, message=message)],
+    )
+
+
+def emit_usage_error(kind: str, code: str, message: str) -> None:
+    """Print a JSON error report for a usage error found by click (stdout stays one object)."""
+    if kind not in ("status", "check", "run"):
+        return
+    report = error_report(kind, code, message)  # type: ignore[arg-type]
+    with StdoutGuard() as out:
+        out.emit(report.to_json())
+
+
+def say(message: str) -> None:
+    """One human line on stderr."""
+    sys.stderr.write(f"flow: {message}\n")
+    sys.stderr.flush()
+
+
+class _Interrupts:
+    """SIGINT/SIGTERM while a command runs.
+
+    The first signal asks the runtime to stop (it kills the check process groups, and ``run``
+    or ``check`` return an ``interrupted`` report). Before the runtime exists, or on a second
+    signal, ``KeyboardInterrupt`` is raised to unwind at once.
+    """
+
+    def __init__(self) -> None:
+        self.runtime: Runtime | None = None
+        self.count = 0
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.runtime is not None and self.count == 1:
+            self.runtime.interrupt()
+            return
+        raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def kill_check_groups() -> None:
+    """Kill every check process group flow-core still tracks (best effort)."""
+    try:
+        import flow_core
+    except ImportError:  # pragma: no cover - flow-core is a declared dependency
+        return
+    killer: Any = getattr(flow_core, "kill_all_process_groups", None)
+    if killer is None:
+        try:
+            from flow_core import _checks  # type: ignore[attr-defined, unused-ignore]
+
+            killer = getattr(_checks, "kill_all_process_groups", None)
+        except ImportError:
+            killer = None
+    if callable(killer):
+        killer()
+
+
+def run_report_command(
+    kind: ReportKind,
+    opts: CommonOptions,
+    *,
+    name: str | None = None,
+    task: str | None = None,
+) -> int:
+    """Run ``status``, ``check`` or ``run`` and print exactly one JSON report on stdout.
+
+    Args:
+        kind: which command.
+        opts: the merged common flags.
+        name: the check name for ``check`` (None: every configured check).
+        task: the task text for ``run``.
+
+    Returns:
+        The exit code (see ``exit_code_for``; 2 for configuration and trust errors).
+    """
+    interrupts = _Interrupts()
+    with StdoutGuard() as out, interrupts.installed():
+        code, report = _produce(kind, opts, interrupts, name=name, task=task)
+        out.emit(report.to_json())
+    return code
+
+
+def _produce(
+    kind: ReportKind,
+    opts: CommonOptions,
+    interrupts: _Interrupts,
+    *,
+    name: str | None,
+    task: str | None,
+) -> tuple[int, Report]:
+    runtime: Runtime | None = None
+    progress = None
+    try:
+        from flow_core import ConfigError, FlowError, NotTrustedError
+
+        try:
+            if kind != "status" and sys.stderr.isatty():
+                from flow_cli._progress import LiveProgress
+
+                progress = LiveProgress.on_stderr()
+            runtime = build_runtime(opts, on_event=progress.on_event if progress else None)
+            interrupts.runtime = runtime
+            if kind == "check" and not opts.trusted:
+                raise NotTrustedError(
+                    "flow check runs the configured checks, which execute project code; "
+                    "review [checks.*] in your operator config, then add --trusted",
+                )
+            if progress is not None:
+                progress.start()
+            if kind == "status":
+                report = runtime.status()
+            elif kind == "check":
+                report = runtime.check(name)
+            else:
+                report = runtime.run(task or "")
+        except (ConfigError, NotTrustedError) as err:
+            say(f"{err.message} [{err.code}]")
+            return EXIT_USAGE, error_report(kind, err.code, err.message, opts=opts)
+        except FlowError as err:
+            say(f"{err.message} [{err.code}]")
+            return EXIT_FAILED, error_report(kind, err.code, err.message, opts=opts)
+        finally:
+            if progress is not None:
+                progress.stop()
+        if interrupts.count and report.status != "interrupted":
+            report = report.model_copy(update={"status": "interrupted", "ok": False})
+        if report.status == "interrupted":
+            say("interrupted; check process groups were killed")
+        elif not report.ok:
+            _explain(report)
+        return exit_code_for(report), report
+    except KeyboardInterrupt:
+        if runtime is not None:
+            runtime.interrupt()
+        kill_check_groups()
+        say("interrupted; check process groups were killed")
+        return EXIT_INTERRUPTED, error_report(
+            kind, "interrupted", "interrupted by a signal", opts=opts, status="interrupted"
+        )
+    finally:
+        if runtime is not None:
+            runtime.close()
+
+
+def _explain(report: Report) -> None:
+    """Say on stderr, briefly, why a report is not ok."""
+    if report.status == "read_only":
+        say("read-only run: planned only, nothing written and no check run; add --trusted")
+    for err in report.errors:
+        say(f"{err.message} [{err.code}]")
+    if report.verification is not None:
+        for reason in report.verification.reasons:
+            say(f"not verified: {reason}")
+    for result in report.checks:
+        if result.status != "passed":
+            say(f"check {result.name}: {result.status}")

@@ -1,0 +1,150 @@
+"""Live progress: the active role, turn, recent tool calls and running checks.
+
+Fed by flow-core ``Event``s (which may arrive from any thread) and drawn with rich ``Live``.
+The CLI draws it on stderr only when stderr is a terminal; the TUI draws it on its console.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from flow_core import Event
+
+_RECENT_TOOLS = 6
+
+
+@dataclass
+class ProgressState:
+    """What the live view shows. Mutated under ``lock`` by ``update``."""
+
+    role: str | None = None
+    cycle: int | None = None
+    turn: int | None = None
+    tools: deque[tuple[str, bool | None]] = field(
+        default_factory=lambda: deque(maxlen=_RECENT_TOOLS)
+    )
+    tool_count: int = 0
+    running_checks: dict[str, float] = field(default_factory=dict)
+    finished_checks: list[tuple[str, bool | None, float]] = field(default_factory=list)
+    phase: str = "starting"
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def update(self, event: Event) -> None:
+        """Apply one event."""
+        with self.lock:
+            if event.role is not None:
+                self.role = event.role
+            if event.cycle is not None:
+                self.cycle = event.cycle
+            if event.turn is not None:
+                self.turn = event.turn
+            kind = event.kind
+            if kind == "role_started":
+                self.turn = event.turn
+                self.phase = f"{event.role} working"
+            elif kind == "tool_call":
+                self.tool_count += 1
+                self.tools.append((event.name or "?", event.ok))
+            elif kind == "check_started":
+                self.running_checks[event.name or "?"] = time.monotonic()
+                self.phase = "checks running"
+            elif kind == "check_finished":
+                name = event.name or "?"
+                started = self.running_checks.pop(name, time.monotonic())
+                elapsed = event.elapsed_ms / 1000 or time.monotonic() - started
+                self.finished_checks.append((name, event.ok, elapsed))
+            elif kind == "verification":
+                self.phase = "verification " + ("passed" if event.ok else "did not pass")
+            elif kind == "review":
+                self.phase = "review " + ("approved" if event.ok else "not approved")
+            elif kind == "run_finished":
+                self.phase = "finished"
+
+    def render(self) -> RenderableType:
+        """The current view as a rich renderable."""
+        with self.lock:
+            head = Text()
+            head.append("role ", style="dim")
+            head.append(self.role or "-", style="bold cyan")
+            if self.cycle is not None:
+                head.append("  cycle ", style="dim")
+                head.append(str(self.cycle))
+            if self.turn is not None:
+                head.append("  turn ", style="dim")
+                head.append(str(self.turn))
+            head.append("  tool calls ", style="dim")
+            head.append(str(self.tool_count))
+            head.append(f"  {self.phase}", style="italic")
+            lines: list[RenderableType] = [head]
+            for name, ok in self.tools:
+                mark, style = _mark(ok)
+                lines.append(Text.assemble(("  tool ", "dim"), (mark, style), " ", name))
+            now = time.monotonic()
+            for name, ok, elapsed in self.finished_checks[-4:]:
+                mark, style = _mark(ok)
+                lines.append(
+                    Text.assemble(("  check ", "dim"), (mark, style), f" {name} {elapsed:.1f}s")
+                )
+            for name, started in self.running_checks.items():
+                lines.append(
+                    Text.assemble(
+                        ("  check ", "dim"),
+                        ("…", "yellow"),
+                        f" {name} running {now - started:.1f}s",
+                    )
+                )
+            return Group(*lines)
+
+
+def _mark(ok: bool | None) -> tuple[str, str]:
+    if ok is None:
+        return "…", "yellow"
+    return ("✓", "green") if ok else ("✗", "red")
+
+
+class LiveProgress:
+    """A ``ProgressState`` drawn live on a console until ``stop``."""
+
+    def __init__(self, console: Console, *, transient: bool = True) -> None:
+        self.state = ProgressState()
+        self._live = Live(
+            console=console,
+            get_renderable=self.state.render,
+            refresh_per_second=4,
+            transient=transient,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._started = False
+
+    @classmethod
+    def on_stderr(cls) -> LiveProgress:
+        """A live view on stderr (the CLI's progress)."""
+        return cls(Console(stderr=True))
+
+    def on_event(self, event: Event) -> None:
+        """Event sink for ``flow_core.Runtime(on_event=...)``; never raises."""
+        with contextlib.suppress(Exception):  # a display must never break a run
+            self.state.update(event)
+
+    def start(self) -> None:
+        """Begin drawing."""
+        if not self._started:
+            self._live.start()
+            self._started = True
+
+    def stop(self) -> None:
+        """Stop drawing (idempotent)."""
+        if self._started:
+            self._started = False
+            self._live.stop()

@@ -1,0 +1,381 @@
+"""The terminal UI: a prompt loop over the same verified runtime as ``flow run``.
+
+Input is read with ``input()`` (through rich), so the TUI also works with piped stdin; Ctrl-D
+(end of input) leaves with exit code 0. A plain line is a task, exactly like ``/build``: each
+task is a new ``Runtime.run`` call, so every role starts from a fresh context. While a task
+runs, a live view shows the role, turn, tool calls and checks; Ctrl-C interrupts the task (the
+runtime kills the check process groups) and returns to the prompt.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+from rich.table import Table
+
+from flow_cli._options import CommonOptions
+from flow_cli._progress import LiveProgress
+
+if TYPE_CHECKING:
+    from flow_core import Event, Report, Runtime
+
+#: Commands of the old tool that Flow deliberately does not offer (seed: TUI paragraph).
+UNAVAILABLE = {
+    "/plugins": "plugins would run unreviewed code inside Flow, so they are not supported",
+    "/evolve": "self-modification is not part of Flow's bounded, verified workflow",
+    "/memory": "every task starts from fresh role contexts; nothing is remembered between tasks",
+    "/feedback": "there is no feedback channel; review the report and run a new task instead",
+}
+
+HELP: tuple[tuple[str, str], ...] = (
+    ("/help", "this list"),
+    ("/status", "workspace, trust, config sources, models, checks and budgets"),
+    ("/check [name]", "run every configured check, or one (needs --trusted)"),
+    ("/tools", "the tools each role may call"),
+    ("/models", "models installed on the model server"),
+    ("/model NAME", "use an installed model for every role"),
+    ("/build REQUEST", "run the verified workflow on REQUEST"),
+    ("/clear", "clear the screen"),
+    ("/quit", "leave (Ctrl-D does the same)"),
+    ("any other line", "a task, run exactly like /build"),
+)
+
+_READ_ONLY_TOOLS = ("list_files", "read_file", "search_text")
+_WRITE_TOOLS = ("write_file", "edit_file")
+
+
+class Tui:
+    """One TUI session.
+
+    Args:
+        opts: the merged common flags.
+        console: where everything is drawn (the terminal).
+    """
+
+    def __init__(self, opts: CommonOptions, console: Console) -> None:
+        self.opts = opts
+        self.console = console
+        self.model: str | None = opts.model
+        self.runtime: Runtime | None = None
+        self._progress: LiveProgress | None = None
+        self._interrupts = 0
+
+    # -- runtime ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Build the runtime for the current model.
+
+        Raises:
+            flow_core.ConfigError: the configuration is invalid.
+        """
+        from flow_cli._commands import build_runtime
+
+        runtime = build_runtime(self.opts, on_event=self._on_event, model=self.model)
+        if self.runtime is not None:
+            self.runtime.close()
+        self.runtime = runtime
+
+    def close(self) -> None:
+        """Release the runtime."""
+        if self.runtime is not None:
+            self.runtime.close()
+            self.runtime = None
+
+    def _on_event(self, event: Event) -> None:
+        progress = self._progress
+        if progress is not None:
+            progress.on_event(event)
+
+    @property
+    def rt(self) -> Runtime:
+        if self.runtime is None:
+            self.open()
+        assert self.runtime is not None
+        return self.runtime
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def loop(self, read: Callable[[str], str] | None = None) -> int:
+        """Read and handle lines until /quit or end of input.
+
+        Args:
+            read: reads one line given a prompt (default: the console's ``input``).
+
+        Returns:
+            0.
+        """
+        reader = read or self.console.input
+        self.banner()
+        while True:
+            try:
+                line = reader("[bold green]flow>[/] ")
+            except EOFError:
+                self.console.print()
+                return 0
+            except KeyboardInterrupt:
+                self.console.print("\n[dim](Ctrl-C) type /quit or press Ctrl-D to leave[/]")
+                continue
+            try:
+                if not self.handle(line.strip()):
+                    return 0
+            except KeyboardInterrupt:
+                self.console.print("[yellow]cancelled[/]")
+
+    def banner(self) -> None:
+        """Say where we are and how to get help."""
+        report = self.rt.status()
+        trust = "trusted" if report.trusted else "read-only (start with --trusted to edit)"
+        models = ", ".join(f"{role}={name}" for role, name in report.models.items()) or "-"
+        self.console.print(f"[bold]Flow[/] {escape(report.flow_version)} · {escape(trust)}")
+        self.console.print(f"workspace: {escape(report.workspace or '-')}")
+        self.console.print(f"models: {escape(models)}")
+        self.console.print("Type a task, or /help for commands. Ctrl-D leaves.")
+
+    def handle(self, line: str) -> bool:
+        """Handle one input line; returns False when the session should end."""
+        if not line:
+            return True
+        if not line.startswith("/"):
+            self.task(line)
+            return True
+        command, _, rest = line.partition(" ")
+        command = command.lower()
+        rest = rest.strip()
+        if command in ("/quit", "/exit", "/q"):
+            return False
+        if command in UNAVAILABLE:
+            self.console.print(f"{command} is not available: {UNAVAILABLE[command]}.")
+        elif command == "/help":
+            self.show_help()
+        elif command == "/status":
+            self.show_status()
+        elif command == "/check":
+            self.check(rest or None)
+        elif command == "/tools":
+            self.show_tools()
+        elif command == "/models":
+            self.show_models()
+        elif command == "/model":
+            self.set_model(rest)
+        elif command == "/build":
+            if rest:
+                self.task(rest)
+            else:
+                self.console.print("usage: /build REQUEST")
+        elif command == "/clear":
+            self.console.clear()
+        else:
+            self.console.print(f"unknown command {escape(command)}; type /help for the list")
+        return True
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def show_help(self) -> None:
+        table = Table(title="Commands", show_header=False, box=None)
+        for name, what in HELP:
+            table.add_row(f"[bold]{escape(name)}[/]", what)
+        self.console.print(table)
+        self.console.print("Not available: " + ", ".join(UNAVAILABLE) + " (type one to see why).")
+
+    def show_status(self) -> None:
+        report = self.rt.status()
+        table = Table(title="Status", show_header=False)
+        table.add_row("workspace", escape(report.workspace or "-"))
+        table.add_row("trusted", "yes" if report.trusted else "no (read-only)")
+        table.add_row("config", escape("\n".join(report.config_sources) or "(defaults only)"))
+        for role, name in report.models.items():
+            table.add_row(f"model: {role}", escape(name))
+        for spec in report.configured_checks:
+            flags = "required" if spec.required else "optional"
+            table.add_row(
+                f"check: {escape(spec.name)}",
+                escape(f"{spec.kind}, {flags}, {spec.filetypes}: {' '.join(spec.argv)}"),
+            )
+        if report.budgets is not None:
+            budgets = report.budgets
+            table.add_row("max model turns", str(budgets.iterations.limit))
+            table.add_row("max cycles", str(budgets.cycles.limit))
+            table.add_row("max tool calls", str(budgets.tool_calls.limit))
+            table.add_row("max context chars", str(budgets.context_chars.limit))
+        self.console.print(table)
+
+    def show_tools(self) -> None:
+        runtime = self.rt
+        table = Table(title="Tools per role")
+        table.add_column("role")
+        table.add_column("tools")
+        for role, names in self._tools(runtime).items():
+            table.add_row(role, ", ".join(names) or "-")
+        self.console.print(table)
+        if not self.opts.trusted:
+            self.console.print("[dim]Read-only session: the coder gets no write or check tools.[/]")
+
+    def _tools(self, runtime: Runtime) -> dict[str, list[str]]:
+        from_runtime = getattr(runtime, "tool_names", None)
+        if callable(from_runtime):
+            return {str(k): [str(n) for n in v] for k, v in dict(from_runtime()).items()}
+        # The role sets documented by flow-core (DESIGN.md: "Tools").
+        coder = list(_READ_ONLY_TOOLS)
+        if self.opts.trusted:
+            coder += _WRITE_TOOLS
+            if self.rt.status().configured_checks:
+                coder.append("run_check")
+        return {
+            "planner": list(_READ_ONLY_TOOLS),
+            "coder": coder,
+            "reviewer": list(_READ_ONLY_TOOLS),
+        }
+
+    def _installed(self) -> list[str] | None:
+        from flow_core import BackendError
+
+        try:
+            return self.rt.list_models()
+        except BackendError as err:
+            self.console.print(
+                f"[red]The model server is not reachable[/]: {escape(err.message)}\n"
+                "Start it (for Ollama: `ollama serve`) or fix [ollama] base_url in your config."
+            )
+            return None
+
+    def show_models(self) -> None:
+        names = self._installed()
+        if names is None:
+            return
+        if not names:
+            self.console.print("No models are installed (for Ollama: `ollama pull MODEL`).")
+            return
+        self.console.print("Installed models:")
+        for name in names:
+            mark = " [green](in use)[/]" if name == self.model else ""
+            self.console.print(f"  {escape(name)}{mark}")
+
+    def set_model(self, name: str) -> None:
+        if not name:
+            self.console.print("usage: /model NAME  (see /models)")
+            return
+        names = self._installed()
+        if names is None:
+            return
+        if name not in names:
+            listed = ", ".join(names) or "none"
+            self.console.print(
+                f"{escape(name)} is not installed; installed models: {escape(listed)}"
+            )
+            return
+        previous = self.model
+        self.model = name
+        try:
+            self.open()
+        except Exception:
+            self.model = previous
+            raise
+        self.console.print(f"Every role now uses {escape(name)}.")
+
+    def check(self, name: str | None) -> None:
+        if not self.opts.trusted:
+            self.console.print(
+                "Checks run project code. Review [checks.*] in your operator config, "
+                "then restart with --trusted."
+            )
+            return
+        from flow_core import UnknownCheckError
+
+        try:
+            report = self._interruptible(lambda rt: rt.check(name))
+        except UnknownCheckError as err:
+            self.console.print(f"[red]{escape(err.message)}[/]")
+            return
+        self.summary(report)
+
+    def task(self, text: str) -> None:
+        report = self._interruptible(lambda rt: rt.run(text))
+        self.summary(report)
+
+    def _interruptible(self, action: Callable[[Runtime], Report]) -> Report:
+        runtime = self.rt
+        progress = LiveProgress(self.console)
+        self._progress = progress
+        self._interrupts = 0
+        try:
+            with self._sigint(runtime):
+                progress.start()
+                return action(runtime)
+        finally:
+            progress.stop()
+            self._progress = None
+
+    @contextmanager
+    def _sigint(self, runtime: Runtime) -> Iterator[None]:
+        def handle(signum: int, frame: FrameType | None) -> None:
+            self._interrupts += 1
+            if self._interrupts == 1:
+                runtime.interrupt()
+                return
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGINT, handle)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    # -- results ----------------------------------------------------------------------------
+
+    def summary(self, report: Report) -> None:
+        """Print a report as a table, then its diff in colour."""
+        colour = {"verified": "green", "passed": "green", "ok": "green", "interrupted": "yellow"}
+        style = colour.get(report.status, "red")
+        table = Table(title=f"{report.kind}: [{style}]{report.status}[/]", show_header=False)
+        if report.kind == "run":
+            table.add_row("verified", "[green]yes[/]" if report.verified else "[red]no[/]")
+            reasons = report.verification.reasons if report.verification else []
+            if reasons:
+                table.add_row("why not", escape("\n".join(reasons)))
+        for result in report.checks:
+            table.add_row(
+                f"check {escape(result.name)}",
+                f"{result.status} ({result.duration_ms / 1000:.1f}s)",
+            )
+        if report.kind == "run":
+            table.add_row("changed files", escape("\n".join(report.changed_files) or "none"))
+            table.add_row("tool calls", str(len(report.tool_calls)))
+        for err in report.errors:
+            table.add_row("error", escape(f"{err.message} [{err.code}]"))
+        self.console.print(table)
+        if report.status == "interrupted":
+            self.console.print("Interrupted; check process groups were killed. Back at the prompt.")
+        if report.status == "read_only" and report.plan:
+            self.console.print("[bold]Plan[/] (read-only session, nothing was changed):")
+            self.console.print(escape(report.plan))
+        if report.diff:
+            self.console.print(Syntax(report.diff, "diff", word_wrap=True))
+
+
+def run_tui(opts: CommonOptions) -> int:
+    """Start the terminal UI.
+
+    Returns:
+        0 when the user leaves (/quit or Ctrl-D), 2 when the configuration is invalid.
+    """
+    from flow_cli._commands import say
+    from flow_core import ConfigError
+
+    console = Console()
+    tui = Tui(opts, console)
+    try:
+        tui.open()
+    except ConfigError as err:
+        say(f"{err.message} [{err.code}]")
+        return 2
+    try:
+        return tui.loop()
+    finally:
+        tui.close()
