@@ -1,16 +1,12 @@
-"""Console entry point (stub until the package's issue lands)."""
+"""``python -m flow_mcp`` and the ``flow-mcp`` console script."""
+
+from __future__ import annotations
 
 import sys
 
+from flow_mcp._server import main
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command; returns the process exit code."""
-    args = sys.argv[1:] if argv is None else argv
-    if "--help" in args:
-        print("usage: flow-mcp [--help]")
-        return 0
-    return 2
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Framing: stdio lines ↔ JSON values (MCP 2025-11-25, "Basic > Transports > stdio").
+
+The stdio transport carries one JSON-RPC message per line. Lines are UTF-8 and end with
+``\\n``; a message must never contain a raw newline, so the writer emits compact JSON whose
+strings escape every control character. Nothing but protocol messages may reach the client's
+stdout, which is why :class:`FrameWriter` writes to a private descriptor (see ``_server``).
+
+This layer knows nothing about JSON-RPC: it turns a line into a Python value or a
+:class:`FrameError` carrying the JSON-RPC error code the session should answer with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, BinaryIO, Final
+
+#: Largest accepted frame in bytes, newline included (4 MiB). Longer lines end the session.
+MAX_FRAME_BYTES: Final = 4 * 1024 * 1024
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+
+_CONTENT_LENGTH = b"content-length:"
+
+
+class FrameError(Exception):
+    """A line that is not one JSON value.
+
+    Attributes:
+        code: the JSON-RPC error code to answer with (``-32700`` or ``-32600``).
+        message: a human-readable reason, safe to send to the client.
+        fatal: True when the session must close after answering (oversized frame).
+    """
+
+    def __init__(self, code: int, message: str, *, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fatal = fatal
+
+
+class FrameReader:
+    """Reads newline-delimited frames from a binary stream.
+
+    Args:
+        stream: a buffered binary stream (``os.fdopen(fd, "rb")``).
+        limit: the largest frame in bytes (default :data:`MAX_FRAME_BYTES`).
+    """
+
+    def __init__(self, stream: BinaryIO, *, limit: int = MAX_FRAME_BYTES) -> None:
+        self._stream = stream
+        self._limit = limit
+
+    def read_line(self) -> bytes | None:
+        """Return the next non-blank line without its line ending, or None at EOF.
+
+        Raises:
+            FrameError: the line is longer than the limit (``fatal`` is set: the rest of the
+                stream can no longer be trusted to start at a message boundary).
+        """
+        while True:
+            line = self._stream.readline(self._limit + 1)
+            if not line:
+                return None
+            if len(line) > self._limit:
+                raise FrameError(
+                    INVALID_REQUEST,
+                    f"frame larger than {self._limit} bytes; closing the session",
+                    fatal=True,
+                )
+            line = line.rstrip(b"\r\n")
+            if line.strip():
+                return line
+
+
+def decode(line: bytes) -> Any:
+    """Parse one frame into a JSON value.
+
+    Args:
+        line: the frame's bytes, without the trailing newline.
+
+    Raises:
+        FrameError: ``-32700`` for invalid UTF-8 or invalid JSON, including LSP-style
+            ``Content-Length:`` headers, which the MCP stdio transport does not use.
+    """
+    if line[:15].lower() == _CONTENT_LENGTH:
+        raise FrameError(
+            PARSE_ERROR,
+            "Content-Length framing is not supported: send one JSON-RPC message per line",
+        )
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FrameError(PARSE_ERROR, f"frame is not valid UTF-8: {err.reason}") from err
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as err:
+        raise FrameError(PARSE_ERROR, f"frame is not valid JSON: {err}") from err
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Serialise one message as a compact, ASCII-only JSON line ending in ``\\n``.
+
+    ASCII output is valid UTF-8 and survives lone surrogates that a check's output may carry.
+    """
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
+
+
+class FrameWriter:
+    """Writes whole frames to a file descriptor, one ``write`` loop per message.
+
+    A lock keeps frames whole when a progress event arrives from another thread.
+
+    Args:
+        fd: the protocol descriptor (the client's stdout).
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message.
+
+        Raises:
+            OSError: the client closed its end (``BrokenPipeError``) or another write failure.
+        """
+        data = memoryview(encode(message))
+        with self._lock:
+            while data:
+                written = os.write(self._fd, data)
+                data = data[written:]

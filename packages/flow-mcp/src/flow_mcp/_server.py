@@ -1,0 +1,346 @@
+"""Server entry: options, the stdio takeover, signals and the session's lifetime.
+
+Public entry points (all re-exported by ``flow_mcp``):
+
+* :func:`main` — ``flow-mcp [options]``; parses ``argv`` with argparse and calls :func:`serve`.
+* :func:`serve` — takes :class:`ServerOptions` (or an argv list) and serves stdio until EOF;
+  this is what ``flow serve`` calls.
+* :func:`run_server` — the same with the descriptors and signal handling spelled out, for
+  embedding and tests.
+
+Exit codes: ``0`` the client closed stdin (or stopped reading); ``1`` the session was closed
+after a frame over :data:`~flow_mcp.MAX_FRAME_BYTES`; ``2`` configuration or usage error
+(nothing was served: the message is one line on stderr, which MCP clients show when a server
+fails to start); ``130`` SIGINT (Ctrl-C); ``143`` SIGTERM (128 + 15, the usual shell value).
+
+Stdout is protocol only (MCP 2025-11-25, "Basic > Transports > stdio": the server must not
+write anything else there). :func:`run_server` therefore moves the real stdout to a private,
+close-on-exec descriptor used only for frames, points descriptor 1 at stderr, and sets
+``sys.stdout`` to ``sys.stderr``: a check's output, a library's print or a stray ``print()``
+lands on stderr. Stdin is moved the same way and descriptor 0 becomes ``/dev/null``, so no
+child process can read the client's messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any, Final
+
+import flow_core
+from flow_core import ConfigError, EditorBridge, FlowError, Runtime, load_config
+from flow_mcp.__about__ import __version__
+from flow_mcp._framing import MAX_FRAME_BYTES, FrameReader, FrameWriter
+from flow_mcp._session import Session
+from flow_mcp._tools import FlowTools, ProgressRelay
+
+EXIT_OK: Final = 0
+EXIT_FRAME: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_SIGINT: Final = 130
+EXIT_SIGTERM: Final = 143
+
+EDITOR_TIMEOUT_MIN: Final = 0.1
+EDITOR_TIMEOUT_MAX: Final = 660.0
+EDITOR_TIMEOUT_DEFAULT: Final = 120.0
+
+INSTRUCTIONS: Final = (
+    "Flow runs bounded, host-verified planner -> coder -> reviewer tasks in one workspace with "
+    "a local model. flow_status shows the configuration; flow_check runs the operator's named "
+    "checks; flow_run takes a task and reports whether the change is verified. Requests are "
+    "served one at a time."
+)
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What ``flow-mcp`` and ``flow serve`` accept.
+
+    Attributes:
+        workspace: the project root (overrides ``workspace_dir`` from configuration).
+        config_file: an operator TOML file to load after the user file.
+        trusted: allow edits and the configured named checks.
+        model: a model name that overrides every role.
+        nvim_socket: a private Neovim socket for the Rose bridge (needs ``flow-mcp[editor]``).
+        editor_timeout: editor request timeout in seconds, 0.1-660.
+        max_frame_bytes: the frame size limit in bytes.
+    """
+
+    workspace: str | None = None
+    config_file: str | None = None
+    trusted: bool = False
+    model: str | None = None
+    nvim_socket: str | None = None
+    editor_timeout: float = EDITOR_TIMEOUT_DEFAULT
+    max_frame_bytes: int = MAX_FRAME_BYTES
+
+
+def _editor_timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not EDITOR_TIMEOUT_MIN <= value <= EDITOR_TIMEOUT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"must be between {EDITOR_TIMEOUT_MIN} and {EDITOR_TIMEOUT_MAX:g} seconds"
+        )
+    return value
+
+
+def build_parser(prog: str = "flow-mcp") -> argparse.ArgumentParser:
+    """The argparse parser for ``flow-mcp`` (``flow serve`` takes the same options)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Flow's MCP server over stdio: newline-delimited JSON-RPC 2.0 (MCP 2025-11-25) "
+            "with three tools, flow_status, flow_check and flow_run. Stdout carries protocol "
+            "only; diagnostics go to stderr."
+        ),
+        epilog=(
+            "exit codes: 0 stdin closed; 1 oversized frame; 2 configuration or usage error; "
+            "130 SIGINT; 143 SIGTERM"
+        ),
+    )
+    parser.add_argument("--workspace", metavar="DIR", help="project root (absolute path)")
+    parser.add_argument(
+        "--config", dest="config_file", metavar="FILE", help="operator configuration (TOML)"
+    )
+    parser.add_argument(
+        "--trusted", action="store_true", help="allow edits and the configured named checks"
+    )
+    parser.add_argument("--model", metavar="NAME", help="use this model for every role")
+    parser.add_argument(
+        "--nvim",
+        dest="nvim_socket",
+        metavar="SOCKET",
+        help="private Neovim socket for the Rose editor bridge (needs flow-mcp[editor])",
+    )
+    parser.add_argument(
+        "--editor-timeout",
+        type=_editor_timeout,
+        default=EDITOR_TIMEOUT_DEFAULT,
+        metavar="SECONDS",
+        help="editor request timeout, 0.1-660 seconds (default: 120)",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    return parser
+
+
+def parse_options(argv: Sequence[str] | None = None) -> ServerOptions:
+    """Parse ``flow-mcp`` arguments.
+
+    Raises:
+        SystemExit: ``--help``/``--version`` (code 0) or a usage error (code 2).
+    """
+    ns = build_parser().parse_args(None if argv is None else list(argv))
+    return ServerOptions(
+        workspace=ns.workspace,
+        config_file=ns.config_file,
+        trusted=ns.trusted,
+        model=ns.model,
+        nvim_socket=ns.nvim_socket,
+        editor_timeout=ns.editor_timeout,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``flow-mcp`` console script. Returns the exit code (see the module docstring)."""
+    try:
+        options = parse_options(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    return serve(options)
+
+
+def serve(options: ServerOptions | Sequence[str] | None = None) -> int:
+    """Serve MCP on this process's stdin/stdout until EOF or a signal.
+
+    Args:
+        options: parsed options, or ``flow-mcp`` arguments to parse (None: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code (see the module docstring).
+    """
+    if not isinstance(options, ServerOptions):
+        return main(None if options is None else list(options))
+    return run_server(options)
+
+
+def _err(line: str) -> None:
+    sys.stderr.write(f"flow-mcp: {line}\n")
+    sys.stderr.flush()
+
+
+def _connect_editor(options: ServerOptions, workspace: str | None) -> EditorBridge:
+    """Connect the Rose bridge; flow-rose is imported only here (the ``editor`` extra)."""
+    try:
+        import flow_rose
+    except ImportError as err:
+        raise ConfigError(
+            "--nvim needs the Rose editor bridge, which is not installed; "
+            "install it with: pip install 'flow-mcp[editor]'",
+            code="editor_unavailable",
+        ) from err
+    rose_bridge: Any = getattr(flow_rose, "RoseBridge", None)
+    if rose_bridge is None:
+        raise ConfigError(
+            "flow_rose.RoseBridge is missing: upgrade flow-rose", code="editor_unavailable"
+        )
+    bridge: EditorBridge = rose_bridge.connect(
+        options.nvim_socket, workspace=workspace, timeout=options.editor_timeout
+    )
+    return bridge
+
+
+def _take_over_stdio() -> tuple[int, int]:
+    """Move stdin/stdout to private descriptors; fd 1 becomes stderr, fd 0 ``/dev/null``."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    out_fd = os.dup(1)  # os.dup gives a non-inheritable descriptor: children never see it
+    in_fd = os.dup(0)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    sys.stdout = sys.stderr
+    return in_fd, out_fd
+
+
+class _Stop:
+    """Signal bookkeeping: the first SIGINT/SIGTERM interrupts the request in progress."""
+
+    def __init__(self) -> None:
+        self.code: int | None = None
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        if self.code is not None:
+            return  # already stopping: let the cleanup finish
+        self.code = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+        raise KeyboardInterrupt
+
+
+def run_server(
+    options: ServerOptions,
+    *,
+    stdin_fd: int | None = None,
+    stdout_fd: int | None = None,
+    handle_signals: bool = True,
+) -> int:
+    """Load configuration, build the runtime and serve one MCP session.
+
+    Args:
+        options: the server options.
+        stdin_fd: read frames from this descriptor. ``None`` (with ``stdout_fd`` None) takes
+            over the process's stdin and stdout as described in the module docstring.
+        stdout_fd: write frames to this descriptor (used as given, never redirected).
+        handle_signals: install SIGINT/SIGTERM handlers (main thread only).
+
+    Returns:
+        The exit code: 0, 1, 2, 130 or 143 (see the module docstring).
+    """
+    try:
+        loaded = load_config(
+            config_file=options.config_file, workspace=options.workspace, model=options.model
+        )
+    except FlowError as err:
+        _err(f"configuration error [{err.code}]: {err.message}")
+        return EXIT_USAGE
+    workspace_dir: Any = getattr(loaded.config, "workspace_dir", None) or options.workspace
+    workspace = str(workspace_dir) if workspace_dir is not None else None
+
+    bridge: EditorBridge | None = None
+    if options.nvim_socket:
+        try:
+            bridge = _connect_editor(options, workspace)
+        except FlowError as err:
+            _err(f"editor bridge error [{err.code}]: {err.message}")
+            return EXIT_USAGE
+
+    if stdin_fd is None and stdout_fd is None:
+        in_fd, out_fd = _take_over_stdio()
+    else:
+        in_fd = 0 if stdin_fd is None else stdin_fd
+        out_fd = 1 if stdout_fd is None else stdout_fd
+
+    writer = FrameWriter(out_fd)
+    relay = ProgressRelay(writer.send)
+    try:
+        runtime = Runtime(
+            loaded.config,
+            trusted=options.trusted,
+            editor=bridge,
+            on_event=relay,
+            config_sources=loaded.sources,
+        )
+    except FlowError as err:
+        _err(f"cannot start the runtime [{err.code}]: {err.message}")
+        if bridge is not None:
+            _quietly("closing the editor bridge", bridge.close)
+        return EXIT_USAGE
+
+    tools = FlowTools(runtime, workspace=workspace, trusted=options.trusted, progress=relay)
+    session = Session(tools, writer, server_version=__version__, instructions=INSTRUCTIONS)
+    stop = _Stop()
+    session.stop_requested = lambda: stop.code is not None
+    previous: dict[int, Any] = {}
+    if handle_signals:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, stop.handler)
+
+    reader = FrameReader(
+        os.fdopen(in_fd, "rb", buffering=1 << 16, closefd=False), limit=options.max_frame_bytes
+    )
+    code = EXIT_OK
+    try:
+        code = session.serve(reader)
+    except KeyboardInterrupt:
+        code = stop.code if stop.code is not None else EXIT_SIGINT
+    except BrokenPipeError:
+        _err("the client stopped reading; closing")
+        code = EXIT_OK
+    finally:
+        if stop.code is not None:
+            code = stop.code
+            _err("interrupted: stopping checks and closing")
+            _interrupt(runtime)
+        _quietly("closing the runtime", runtime.close)
+        if bridge is not None:
+            _quietly("closing the editor bridge", bridge.close)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    return code
+
+
+def _interrupt(runtime: Runtime) -> None:
+    _quietly("interrupting the runtime", runtime.interrupt)
+    kill_all = getattr(flow_core, "kill_all_process_groups", None)
+    if callable(kill_all):
+        _quietly("killing check process groups", kill_all)
+
+
+def _quietly(what: str, action: Any) -> None:
+    try:
+        action()
+    except (Exception, KeyboardInterrupt) as err:
+        _err(f"{what} failed: {type(err).__name__}: {err}")
+
+
+__all__ = [
+    "EDITOR_TIMEOUT_DEFAULT",
+    "EDITOR_TIMEOUT_MAX",
+    "EDITOR_TIMEOUT_MIN",
+    "ServerOptions",
+    "build_parser",
+    "main",
+    "parse_options",
+    "run_server",
+    "serve",
+]

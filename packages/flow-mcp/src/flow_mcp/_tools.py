@@ -1,0 +1,346 @@
+"""The three tools (MCP 2025-11-25, "Server Features > Tools").
+
+``flow_status``, ``flow_check`` and ``flow_run`` each declare a ``title``, a ``description``,
+an ``inputSchema`` that allows no extra properties, the report's JSON Schema as
+``outputSchema`` and behaviour ``annotations``. Every result is a ``CallToolResult`` whose
+``structuredContent`` is a Flow report, whose single text block is that report serialised
+(for clients that ignore structured content) and whose ``isError`` is true exactly when the
+report is not ``ok``.
+
+Where errors go ("Server Features > Tools > Error Handling"):
+
+* an unknown tool name is a protocol error, ``-32602`` (raised as ``JsonRpcError``);
+* arguments that break the input schema are a *tool execution* error (2025-11-25 moved input
+  validation there so the model can read the reason and retry): an ``isError`` result holding
+  an error report with code ``invalid_arguments``;
+* a ``FlowError`` from the runtime (configuration, unknown check, missing trust, model backend,
+  editor bridge) becomes an ``isError`` result holding an error report with that error's code.
+
+Annotation choices: ``flow_status`` only reads, so it is read-only and idempotent.
+``flow_check`` edits nothing itself, but the operator's check commands are arbitrary programs
+that may write caches or build outputs, so it is honestly *not* read-only; it deletes nothing
+Flow knows of (``destructiveHint`` false) and repeats give the same answer for the same tree
+(``idempotentHint`` true). ``flow_run`` writes files through the coder's tools (not read-only),
+never deletes (``destructiveHint`` false) and is not idempotent. None of the three reach
+beyond the configured workspace, model server and checks (``openWorldHint`` false).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal, Protocol
+
+from flow_core import (
+    ErrorInfo,
+    Event,
+    FlowError,
+    Report,
+    report_json_schema,
+)
+from flow_core import __version__ as flow_core_version
+from flow_mcp._session import INVALID_PARAMS, JsonRpcError, RequestId
+
+#: The tool names, in the order ``tools/list`` gives them.
+TOOL_NAMES: Final = ("flow_status", "flow_check", "flow_run")
+
+_KINDS: Final[dict[str, Literal["status", "check", "run"]]] = {
+    "flow_status": "status",
+    "flow_check": "check",
+    "flow_run": "run",
+}
+
+
+class FlowRuntime(Protocol):
+    """The part of ``flow_core.Runtime`` the tools use."""
+
+    def status(self) -> Report: ...
+    def check(self, name: str | None = None) -> Report: ...
+    def run(self, task: str) -> Report: ...
+
+
+def _output_schema() -> dict[str, Any]:
+    schema = copy.deepcopy(report_json_schema())
+    # "Server Features > Tools > Output Schema": the root must be an object schema. The
+    # schema keeps its "$defs" at the root, so every "#/$defs/..." reference resolves inside
+    # the document that the client validates against.
+    schema["type"] = "object"
+    return schema
+
+
+def _build_definitions() -> list[dict[str, Any]]:
+    output = _output_schema()
+    return [
+        {
+            "name": "flow_status",
+            "title": "Flow status",
+            "description": (
+                "Show Flow's configuration for this workspace: trust mode, models per role, "
+                "configured named checks and where the configuration came from. Runs no model "
+                "request and no command."
+            ),
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "outputSchema": output,
+            "annotations": {
+                "title": "Flow status",
+                "readOnlyHint": True,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+        },
+        {
+            "name": "flow_check",
+            "title": "Run Flow checks",
+            "description": (
+                "Run the operator-approved named checks (all, or the one named) in the "
+                "workspace and report each result. Needs the server started with --trusted. "
+                "Check commands are fixed by the operator's configuration."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "one configured check name; omit to run every check",
+                    }
+                },
+                "additionalProperties": False,
+            },
+            "outputSchema": output,
+            "annotations": {
+                "title": "Run Flow checks",
+                "readOnlyHint": False,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+        },
+        {
+            "name": "flow_run",
+            "title": "Run a verified Flow task",
+            "description": (
+                "Plan, edit and verify a change with the local model: planner, then coder, "
+                "then the named checks and a read-only reviewer, within fixed budgets. The "
+                "report says whether the change is verified and carries the diff. Without "
+                "--trusted the run only plans."
+            ),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "task": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "what to change, in plain language",
+                    }
+                },
+                "required": ["task"],
+                "additionalProperties": False,
+            },
+            "outputSchema": output,
+            "annotations": {
+                "title": "Run a verified Flow task",
+                "readOnlyHint": False,
+                "destructiveHint": False,
+                "idempotentHint": False,
+                "openWorldHint": False,
+            },
+        },
+    ]
+
+
+_DEFINITIONS: list[dict[str, Any]] | None = None
+
+
+def _definitions() -> list[dict[str, Any]]:
+    global _DEFINITIONS  # noqa: PLW0603 - built once, on first use
+    if _DEFINITIONS is None:
+        _DEFINITIONS = _build_definitions()
+    return _DEFINITIONS
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    """A fresh copy of the three ``Tool`` objects that ``tools/list`` returns."""
+    return copy.deepcopy(_definitions())
+
+
+def validate_arguments(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """Check ``arguments`` against the tool's ``inputSchema``.
+
+    Only the keywords these schemas use are implemented: ``properties``, ``required``,
+    ``additionalProperties: false``, ``type: string`` and ``minLength``.
+
+    Returns:
+        None when valid, else one sentence naming the first problem found.
+    """
+    schema = next(d["inputSchema"] for d in _definitions() if d["name"] == name)
+    props: dict[str, Any] = schema["properties"]
+    for key in arguments:
+        if key not in props:
+            allowed = ", ".join(sorted(props)) or "none"
+            return f"unexpected argument {key!r} for {name} (allowed: {allowed})"
+    for key in schema.get("required", ()):
+        if key not in arguments:
+            return f"missing required argument {key!r} for {name}"
+    for key, value in arguments.items():
+        spec = props[key]
+        if spec.get("type") == "string":
+            if not isinstance(value, str):
+                return f"argument {key!r} of {name} must be a string, not {type(value).__name__}"
+            if len(value) < spec.get("minLength", 0):
+                return f"argument {key!r} of {name} must not be empty"
+    return None
+
+
+def tool_result(report: Report) -> dict[str, Any]:
+    """A ``CallToolResult`` for one report: text block, structured content, ``isError``."""
+    return {
+        "content": [{"type": "text", "text": report.to_json()}],
+        "structuredContent": report.to_dict(),
+        "isError": not report.ok,
+    }
+
+
+class ProgressRelay:
+    """Turns runtime events into ``notifications/progress`` ("Basic > Utilities > Progress").
+
+    Pass it as ``on_event`` when building the runtime. It sends only while a request that
+    carried ``_meta.progressToken`` runs; ``progress`` counts events, so it always increases.
+
+    Args:
+        send: writes one notification (the session's frame writer).
+    """
+
+    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+        self._send = send
+        self.token: RequestId | None = None
+        self._count = 0
+
+    def start(self, token: RequestId | None) -> None:
+        """Begin relaying for one request (``None``: stay silent)."""
+        self.token = token
+        self._count = 0
+
+    def __call__(self, event: Event, /) -> None:
+        token = self.token
+        if token is None:
+            return
+        self._count += 1
+        parts: list[str] = [event.kind]
+        if event.role:
+            parts.append(f"role={event.role}")
+        if event.cycle is not None:
+            parts.append(f"cycle={event.cycle}")
+        if event.turn is not None:
+            parts.append(f"turn={event.turn}")
+        if event.name:
+            parts.append(f"name={event.name}")
+        if event.ok is not None:
+            parts.append("ok" if event.ok else "failed")
+        with contextlib.suppress(Exception):  # an EventSink must never raise (flow_core)
+            self._send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {
+                        "progressToken": token,
+                        "progress": self._count,
+                        "message": " ".join(parts),
+                    },
+                }
+            )
+
+
+class FlowTools:
+    """The tools layer: lists the three tools and runs them on a runtime.
+
+    Args:
+        runtime: a ``flow_core.Runtime`` (or anything with ``status``/``check``/``run``).
+        workspace: the workspace shown in error reports (absolute path), if known.
+        trusted: whether the server runs with ``--trusted`` (shown in error reports).
+        progress: the relay the runtime was built with, if any.
+    """
+
+    def __init__(
+        self,
+        runtime: FlowRuntime,
+        *,
+        workspace: str | None = None,
+        trusted: bool = False,
+        progress: ProgressRelay | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.workspace = workspace
+        self.trusted = trusted
+        self.progress = progress
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The ``tools`` array of ``tools/list``."""
+        return _definitions()
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress_token: RequestId | None
+    ) -> dict[str, Any]:
+        """Run one tool and return its ``CallToolResult``.
+
+        Raises:
+            JsonRpcError: ``-32602`` for a tool name that does not exist.
+        """
+        kind = _KINDS.get(name)
+        if kind is None:
+            raise JsonRpcError(
+                INVALID_PARAMS,
+                f"Unknown tool: {name}",
+                {"tools": list(TOOL_NAMES)},
+            )
+        task = arguments.get("task") if isinstance(arguments.get("task"), str) else None
+        problem = validate_arguments(name, arguments)
+        if problem is not None:
+            return tool_result(self.error_report(kind, "invalid_arguments", problem, task=task))
+        if self.progress is not None:
+            self.progress.start(progress_token)
+        try:
+            if name == "flow_status":
+                report = self.runtime.status()
+            elif name == "flow_check":
+                report = self.runtime.check(arguments.get("name"))
+            else:
+                report = self.runtime.run(arguments["task"])
+        except FlowError as err:
+            report = self.error_report(kind, err.code, err.message, task=task)
+        finally:
+            if self.progress is not None:
+                self.progress.start(None)
+        return tool_result(report)
+
+    def error_report(
+        self,
+        kind: Literal["status", "check", "run"],
+        code: str,
+        message: str,
+        *,
+        task: str | None = None,
+    ) -> Report:
+        """A report with ``status`` "error" and one ``{code, message}`` entry."""
+        return Report(
+            kind=kind,
+            ok=False,
+            status="error",
+            flow_version=flow_core_version,
+            workspace=self.workspace,
+            trusted=self.trusted,
+            task=task,
+            errors=[ErrorInfo(code=code, message=message)],
+        )
+
+
+__all__ = [
+    "TOOL_NAMES",
+    "FlowRuntime",
+    "FlowTools",
+    "ProgressRelay",
+    "tool_definitions",
+    "tool_result",
+    "validate_arguments",
+]
