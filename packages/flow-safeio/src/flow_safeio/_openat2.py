@@ -1,0 +1,99 @@
+"""Linux ``openat2(2)`` through ``ctypes`` (stdlib only).
+
+``openat2`` resolves a whole relative path inside the kernel, and with
+``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`` it refuses any step that
+would leave the starting directory or cross a symbolic link (DESIGN.md, "flow-safeio").
+It exists since Linux 5.6; the system call number is 437 on every architecture that has it
+(x86_64 and aarch64 are the ones this module enables). Where it is missing, or a seccomp
+filter refuses it, :func:`available` is ``False`` and callers use the component walk.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import sys
+from typing import Any
+
+__all__ = ["RESOLVE_FLAGS", "available", "openat2"]
+
+_SYS_OPENAT2 = 437
+_ARCHES = frozenset({"x86_64", "amd64", "aarch64", "arm64"})
+
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
+#: The resolve flags every call uses.
+RESOLVE_FLAGS = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = (
+        ("flags", ctypes.c_uint64),
+        ("mode", ctypes.c_uint64),
+        ("resolve", ctypes.c_uint64),
+    )
+
+
+_syscall: Any = None
+_available: bool | None = None
+
+
+def _load() -> Any:
+    global _syscall
+    if _syscall is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.syscall
+        fn.restype = ctypes.c_long
+        fn.argtypes = (
+            ctypes.c_long,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.POINTER(_OpenHow),
+            ctypes.c_size_t,
+        )
+        _syscall = fn
+    return _syscall
+
+
+def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
+    """Open ``path`` beneath ``dir_fd`` with :data:`RESOLVE_FLAGS`.
+
+    Args:
+        dir_fd: An open directory descriptor the path is resolved from.
+        path: A relative path (already validated by the caller).
+        flags: ``os.O_*`` open flags.
+        mode: Permission bits, only with ``O_CREAT`` (``openat2`` refuses them otherwise).
+
+    Returns:
+        The new file descriptor (close-on-exec only if ``flags`` asks for it).
+
+    Raises:
+        OSError: With the kernel's errno: ``ELOOP`` for a symbolic link on the way,
+            ``EXDEV`` for a step outside ``dir_fd``, ``ENOENT``, ``ENOTDIR``, ``EAGAIN``
+            (a concurrent rename; the caller may retry), ``ENOSYS`` where unsupported.
+    """
+    how = _OpenHow(flags, mode, RESOLVE_FLAGS)
+    fd = int(_load()(_SYS_OPENAT2, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how)))
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), path)
+    return fd
+
+
+def available() -> bool:
+    """Whether this process can use ``openat2`` (probed once, then cached)."""
+    global _available
+    if _available is None:
+        _available = False
+        if sys.platform.startswith("linux") and platform.machine().lower() in _ARCHES:
+            try:
+                fd = openat2(-100, ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # AT_FDCWD
+            except (OSError, AttributeError):
+                # ENOSYS (old kernel), EPERM (seccomp), or a libc without syscall().
+                pass
+            else:
+                os.close(fd)
+                _available = True
+    return _available
