@@ -5,7 +5,25 @@ the CLI, the TUI, the MCP server and custom agents.
 """
 
 from flow_core.__about__ import __version__
-from flow_core._config import FlowConfig, LoadedConfig, load_config
+from flow_core._backends import (
+    BACKEND_ERROR_CODES,
+    OllamaBackend,
+    ScriptedBackend,
+    ScriptedReply,
+    ScriptedRequest,
+    make_backend,
+)
+from flow_core._config import (
+    AgentConfig,
+    CheckConfig,
+    FlowConfig,
+    LoadedConfig,
+    ModelsConfig,
+    OllamaConfig,
+    OpenAIConfig,
+    load_config,
+    user_config_path,
+)
 from flow_core._errors import (
     BackendError,
     ConfigError,
@@ -14,6 +32,7 @@ from flow_core._errors import (
     NotTrustedError,
     UnknownCheckError,
 )
+from flow_core._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core._protocols import (
     ROLES,
     ChatBackend,
@@ -47,6 +66,10 @@ from flow_core._report import (
 from flow_core._runtime import Runtime
 
 __all__ = [
+    "BACKEND_ERROR_CODES",
+    "REPLY_ISSUE_CODES",
+    "ROLES",
+    "AgentConfig",
     # errors
     "BackendError",
     # report
@@ -56,6 +79,7 @@ __all__ = [
     "ChatBackend",
     "ChatMessage",
     "ChatResponse",
+    "CheckConfig",
     "CheckResult",
     "CheckSpec",
     "ConfigError",
@@ -75,14 +99,22 @@ __all__ = [
     "FlowError",
     "GateConditions",
     "LoadedConfig",
+    "ModelsConfig",
     "NotTrustedError",
-    "ROLES",
+    "OllamaBackend",
+    "OllamaConfig",
+    "OpenAIConfig",
+    "ParsedReply",
+    "ReplyIssue",
     "Report",
     "Review",
     "Role",
     "RoleUsage",
     # runtime
     "Runtime",
+    "ScriptedBackend",
+    "ScriptedReply",
+    "ScriptedRequest",
     "Timings",
     "ToolCall",
     "ToolCallRecord",
@@ -90,5 +122,8 @@ __all__ = [
     "Verification",
     "__version__",
     "load_config",
+    "make_backend",
+    "parse_reply",
     "report_json_schema",
+    "user_config_path",
 ]

@@ -1,0 +1,77 @@
+"""Model backends: the Ollama native API, a scripted backend, and ``make_backend``.
+
+``httpx`` is imported only when an HTTP client is built (``_http.make_client``), so importing
+flow-core, and ``flow status`` (which makes no model request), never import it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flow_core._backends._http import BACKEND_ERROR_CODES
+from flow_core._backends.ollama import OllamaBackend
+from flow_core._backends.scripted import ScriptedBackend, ScriptedReply, ScriptedRequest
+from flow_core._errors import ConfigError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from flow_core._config import FlowConfig
+    from flow_core._protocols import ChatBackend
+
+__all__ = [
+    "BACKEND_ERROR_CODES",
+    "OllamaBackend",
+    "ScriptedBackend",
+    "ScriptedReply",
+    "ScriptedRequest",
+    "make_backend",
+]
+
+
+def make_backend(
+    config: FlowConfig, *, transport: httpx.BaseTransport | None = None
+) -> ChatBackend:
+    """Build the backend that ``config.backend`` selects.
+
+    ``"ollama"`` gives an ``OllamaBackend`` for ``[ollama]``; ``"openai"`` gives
+    ``flow_core._backends.openai.OpenAIBackend`` for ``[openai]``, constructed as
+    ``OpenAIBackend(base_url, timeout=seconds, allow_remote=bool, transport=transport)``.
+
+    Args:
+        config: a validated ``FlowConfig``.
+        transport: an ``httpx`` transport for tests (``httpx.MockTransport``); None for the
+            network.
+
+    Raises:
+        ConfigError: when the selected backend is not available in this installation.
+        BackendError: code ``remote_refused`` for a non-loopback URL without ``allow_remote``.
+    """
+    if config.backend == "ollama":
+        return OllamaBackend(
+            config.ollama.base_url,
+            timeout=config.ollama.timeout,
+            allow_remote=config.ollama.allow_remote,
+            transport=transport,
+        )
+    if config.backend == "openai":
+        try:
+            from flow_core._backends.openai import (  # type: ignore[import-not-found,unused-ignore]
+                OpenAIBackend,
+            )
+        except ModuleNotFoundError as err:
+            if err.name != "flow_core._backends.openai":
+                raise
+            raise ConfigError(
+                'backend = "openai": the OpenAI-compatible backend is not available in this '
+                'version of flow-core; fix: set backend = "ollama" in the operator config',
+                code="config_invalid",
+            ) from err
+        backend: ChatBackend = OpenAIBackend(
+            config.openai.base_url,
+            timeout=config.openai.timeout,
+            allow_remote=config.openai.allow_remote,
+            transport=transport,
+        )
+        return backend
+    raise ConfigError(f"backend: unknown backend {config.backend!r}")  # pragma: no cover

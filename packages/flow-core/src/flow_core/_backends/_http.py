@@ -1,0 +1,324 @@
+"""HTTP helpers shared by the model backends (Ollama's native API, OpenAI-compatible servers).
+
+The rules come from the seed's "Trust and security" section: the default endpoint is
+loopback, a non-loopback endpoint needs an explicit ``allow_remote``, environment proxies and
+redirects are disabled, and response sizes are bounded while they arrive.
+
+``httpx`` is imported only inside the functions that need it, so that the config loader (which
+uses ``loopback_problem``) and ``flow status`` never import it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from flow_core._errors import BackendError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "BACKEND_ERROR_CODES",
+    "HTTPStatusError",
+    "check_base_url",
+    "excerpt",
+    "is_loopback_host",
+    "iter_lines_capped",
+    "loopback_problem",
+    "make_client",
+    "monotonic_ms",
+    "read_capped",
+    "stream_request",
+]
+
+#: Stable ``BackendError.code`` values the HTTP backends raise, with their meaning.
+BACKEND_ERROR_CODES: dict[str, str] = {
+    "backend_unreachable": "the server refused the connection or could not be reached",
+    "backend_timeout": "the server did not answer within the configured timeout (seconds)",
+    "backend_http": "the server answered with an HTTP error status",
+    "model_not_found": "the server does not have the requested model",
+    "backend_malformed": "the server's reply was not the JSON shape its API documents",
+    "response_too_large": "the reply exceeded the response size cap (bytes)",
+    "redirect_refused": "the server answered with a redirect; Flow never follows redirects",
+    "remote_refused": "the URL's host is not loopback and allow_remote is not set",
+    "backend_closed": "the backend was used after close()",
+}
+
+
+class HTTPStatusError(BackendError):
+    """``backend_http``: the server answered with an error status (kept for re-coding).
+
+    Attributes:
+        status: the HTTP status code.
+        body: the first bytes of the response body.
+    """
+
+    default_code = "backend_http"
+
+    def __init__(self, message: str, *, status: int, body: bytes, code: str | None = None):
+        super().__init__(message, code=code)
+        self.status = status
+        self.body = body
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost``, any 127.0.0.0/8 address and ``::1``.
+
+    Args:
+        host: a URL host as ``urlsplit(...).hostname`` gives it (lower case, no brackets).
+    """
+    h = host.lower().rstrip(".")
+    if h == "localhost":
+        return True
+    try:
+        addr = ipaddress.ip_address(h)
+    except ValueError:
+        return False
+    if isinstance(addr, ipaddress.IPv4Address):
+        return addr in ipaddress.IPv4Network("127.0.0.0/8")
+    return addr == ipaddress.IPv6Address("::1")
+
+
+def loopback_problem(url: str, *, allow_remote: bool) -> str | None:
+    """What is wrong with a backend base URL, or ``None`` when it may be used.
+
+    A usable URL is ``http`` or ``https`` with a host, no user info, no query or fragment, and
+    a loopback host unless ``allow_remote`` (seed: "Trust and security").
+
+    Args:
+        url: the configured ``base_url``.
+        allow_remote: the operator's explicit permission for a non-loopback host.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        return f"{url!r} is not a valid URL ({err})"
+    del port
+    if parts.scheme not in ("http", "https"):
+        return f"{url!r} must start with http:// or https://"
+    if not parts.hostname:
+        return f"{url!r} has no host"
+    if parts.username is not None or parts.password is not None:
+        return f"{url!r} carries user info; Flow sends no credentials"
+    if parts.query or parts.fragment:
+        return f"{url!r} may not have a query or fragment"
+    if not allow_remote and not is_loopback_host(parts.hostname):
+        return (
+            f"{url!r} is not a loopback address (127.0.0.0/8, ::1, localhost) "
+            "and allow_remote is false"
+        )
+    return None
+
+
+def check_base_url(url: str, *, allow_remote: bool, setting: str) -> str:
+    """Validate a base URL at backend construction; returns it without a trailing ``/``.
+
+    Args:
+        url: the base URL.
+        allow_remote: whether a non-loopback host is allowed.
+        setting: the config key to name in the message (e.g. ``"ollama.base_url"``).
+
+    Raises:
+        BackendError: code ``remote_refused`` for a non-loopback host without
+            ``allow_remote``, ``backend_malformed`` for a URL that is not usable at all.
+    """
+    problem = loopback_problem(url, allow_remote=allow_remote)
+    if problem is None:
+        return url.rstrip("/")
+    code = "remote_refused" if "loopback" in problem else "backend_malformed"
+    raise BackendError(f"{setting}: {problem}; fix the URL in the operator config", code=code)
+
+
+def make_client(
+    base_url: str, *, timeout: float, transport: httpx.BaseTransport | None = None
+) -> httpx.Client:
+    """An ``httpx.Client`` with Flow's fixed safety settings.
+
+    ``trust_env=False`` (no proxy variables, no ``.netrc``), ``follow_redirects=False``, one
+    timeout in seconds for connect, read, write and pool.
+
+    Args:
+        base_url: the server root.
+        timeout: seconds, > 0.
+        transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
+    """
+    import httpx
+
+    return httpx.Client(
+        base_url=base_url,
+        timeout=httpx.Timeout(timeout),
+        trust_env=False,
+        follow_redirects=False,
+        transport=transport,
+        headers={
+            "Accept": "application/json, application/x-ndjson",
+            "Accept-Encoding": "identity",
+            "User-Agent": "flow-core",
+        },
+    )
+
+
+def excerpt(body: bytes | str, limit: int = 300) -> str:
+    """The first ``limit`` characters of a body, on one line, for error messages."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _error_text(body: bytes) -> str:
+    """The ``error`` field of a JSON error body, else an excerpt of the body."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return excerpt(body)
+    if isinstance(data, Mapping):
+        err = data.get("error")
+        if isinstance(err, str):
+            return excerpt(err)
+        if isinstance(err, Mapping) and isinstance(err.get("message"), str):
+            return excerpt(err["message"])
+    return excerpt(body)
+
+
+@contextmanager
+def stream_request(
+    client: httpx.Client,
+    method: str,
+    path: str,
+    *,
+    json_body: Any = None,
+    server: str,
+    fix: str,
+) -> Iterator[httpx.Response]:
+    """Send a request and yield the streaming response, translating failures.
+
+    A 3xx status raises ``redirect_refused``; other statuses >= 400 raise ``backend_http``
+    (the caller may catch it and re-raise with a better code, e.g. ``model_not_found``; the
+    error carries ``status`` and ``body`` attributes). Transport failures raise
+    ``backend_unreachable`` or ``backend_timeout``.
+
+    Args:
+        client: from ``make_client``.
+        method / path: the HTTP request, path relative to the client's base URL.
+        json_body: request body, sent as JSON.
+        server: a human name for messages ("Ollama at http://127.0.0.1:11434").
+        fix: what to tell the operator when the server cannot be reached.
+
+    Raises:
+        BackendError: see above.
+    """
+    import httpx
+
+    try:
+        with client.stream(method, path, json=json_body) as response:
+            if 300 <= response.status_code < 400:
+                where = response.headers.get("location", "?")
+                raise BackendError(
+                    f"{server} answered {method} {path} with redirect {response.status_code} "
+                    f"to {where}; Flow does not follow redirects: fix the base_url",
+                    code="redirect_refused",
+                )
+            if response.status_code >= 400:
+                body = read_capped(response, 64_000, server=server, truncate=True)
+                raise HTTPStatusError(
+                    f"{server} answered {method} {path} with HTTP {response.status_code}: "
+                    f"{_error_text(body)}",
+                    status=response.status_code,
+                    body=body,
+                )
+            yield response
+    except httpx.TimeoutException as exc:
+        raise BackendError(
+            f"{server} did not answer {method} {path} within the timeout "
+            f"({type(exc).__name__}); fix: raise the timeout (seconds) or use a smaller model",
+            code="backend_timeout",
+        ) from exc
+    except httpx.ConnectError as exc:
+        raise BackendError(
+            f"cannot reach {server} ({_reason(exc)}): {fix}",
+            code="backend_unreachable",
+        ) from exc
+    except httpx.TransportError as exc:
+        raise BackendError(
+            f"the connection to {server} failed during {method} {path} "
+            f"({type(exc).__name__}: {exc}): {fix}",
+            code="backend_unreachable",
+        ) from exc
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).lower()
+    if "refused" in text:
+        return "connection refused"
+    return str(exc) or type(exc).__name__
+
+
+def read_capped(
+    response: httpx.Response, max_bytes: int, *, server: str, truncate: bool = False
+) -> bytes:
+    """Read a streaming response body, counting bytes as they arrive.
+
+    Both the decoded bytes and the bytes received on the wire count against the cap (the
+    client also asks for ``Accept-Encoding: identity``, so the two are normally equal).
+
+    Args:
+        response: an open streaming response.
+        max_bytes: the most bytes accepted.
+        server: a human name for messages.
+        truncate: return the first ``max_bytes`` bytes instead of raising (for error bodies).
+
+    Raises:
+        BackendError: code ``response_too_large`` once more than ``max_bytes`` arrived.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    for chunk in response.iter_bytes():
+        total += len(chunk)
+        if max(total, response.num_bytes_downloaded) > max_bytes:
+            if truncate:
+                chunks.append(chunk[: max(0, max_bytes - (total - len(chunk)))])
+                break
+            raise _too_large(server, max_bytes)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def iter_lines_capped(response: httpx.Response, max_bytes: int, *, server: str) -> Iterator[bytes]:
+    """Yield the non-blank lines of an NDJSON stream, counting bytes against ``max_bytes``.
+
+    Raises:
+        BackendError: code ``response_too_large`` once more than ``max_bytes`` arrived.
+    """
+    total = 0
+    pending = b""
+    for chunk in response.iter_bytes():
+        total += len(chunk)
+        if max(total, response.num_bytes_downloaded) > max_bytes:
+            raise _too_large(server, max_bytes)
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield line
+    if pending.strip():
+        yield pending
+
+
+def _too_large(server: str, max_bytes: int) -> BackendError:
+    return BackendError(
+        f"{server} sent more than {max_bytes} bytes; the reply was cut off "
+        "(fix: ask for a shorter answer or raise max_response_bytes)",
+        code="response_too_large",
+    )
+
+
+def monotonic_ms() -> float:
+    """Milliseconds from a monotonic clock (for ``ChatResponse.duration_ms``)."""
+    return time.monotonic() * 1000.0

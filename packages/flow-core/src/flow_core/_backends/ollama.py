@@ -1,0 +1,359 @@
+"""``OllamaBackend``: Ollama's native HTTP API over httpx.
+
+Endpoints: ``POST /api/chat`` (``messages``, ``tools``, ``format``, ``stream``),
+``GET /api/tags`` (installed models) and ``POST /api/show`` (one model's details). A streamed
+chat reply is newline-delimited JSON: each line carries a ``message`` fragment, and the last one
+has ``"done": true`` with ``done_reason``, ``prompt_eval_count`` and ``eval_count``.
+
+Safety rules (seed: "Trust and security"): loopback unless ``allow_remote``, no environment
+proxies, no redirects, the reply's bytes counted against a cap while they arrive, one timeout
+in seconds.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flow_core._backends._http import (
+    HTTPStatusError,
+    check_base_url,
+    excerpt,
+    iter_lines_capped,
+    make_client,
+    monotonic_ms,
+    read_capped,
+    stream_request,
+)
+from flow_core._errors import BackendError
+from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["OllamaBackend"]
+
+
+class OllamaBackend:
+    """A ``ChatBackend`` for an Ollama server.
+
+    Args:
+        base_url: the server root, e.g. ``http://127.0.0.1:11434``.
+        timeout: seconds for each HTTP operation (connect, read, write, pool); > 0.
+        allow_remote: allow a non-loopback host (the operator's ``ollama.allow_remote``).
+        max_response_bytes: the most bytes one reply may have (a streamed reply counts every
+            line); more raises ``response_too_large``.
+        transport: an ``httpx`` transport (tests: ``httpx.MockTransport``); None for the network.
+        stream: ask Ollama to stream (NDJSON) rather than send one JSON object.
+
+    Raises:
+        BackendError: code ``remote_refused`` for a non-loopback URL without ``allow_remote``
+            (checked here as well as at config load), ``backend_malformed`` for an unusable URL.
+        ValueError: for a non-positive ``timeout`` or ``max_response_bytes``.
+
+    Every request method raises ``BackendError`` with one of the codes in
+    ``BACKEND_ERROR_CODES``: ``backend_unreachable``, ``backend_timeout``, ``backend_http``,
+    ``model_not_found``, ``backend_malformed``, ``response_too_large``, ``redirect_refused``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float,
+        allow_remote: bool = False,
+        max_response_bytes: int = 4_000_000,
+        transport: httpx.BaseTransport | None = None,
+        stream: bool = True,
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        if max_response_bytes <= 0:
+            raise ValueError("max_response_bytes must be positive")
+        self.base_url = check_base_url(
+            base_url, allow_remote=allow_remote, setting="ollama.base_url"
+        )
+        self.timeout = float(timeout)
+        self.max_response_bytes = max_response_bytes
+        self.stream = stream
+        self._server = f"Ollama at {self.base_url}"
+        self._fix = "start `ollama serve` or fix ollama.base_url in the operator config"
+        self._ids = itertools.count(1)
+        self._client = make_client(self.base_url, timeout=self.timeout, transport=transport)
+
+    # ----------------------------------------------------------------------------------------
+    # ChatBackend
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        format: Mapping[str, Any] | None = None,
+    ) -> ChatResponse:
+        """``POST /api/chat``: one model turn.
+
+        Args:
+            model: an installed model name.
+            messages: the whole context.
+            tools: function-style tool schemas, sent as ``tools``.
+            format: a JSON Schema for structured output, sent as ``format``.
+
+        Returns:
+            The reply; streamed fragments are joined, tool calls collected, ``done_reason``
+            becomes ``finish_reason``, ``prompt_eval_count``/``eval_count`` the token counts.
+
+        Raises:
+            BackendError: see the class docstring; ``model_not_found`` when Ollama says the
+                model is not installed.
+        """
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [self._wire_message(m) for m in messages],
+            "stream": self.stream,
+        }
+        if tools:
+            body["tools"] = [dict(t) for t in tools]
+        if format is not None:
+            body["format"] = dict(format)
+        started = monotonic_ms()
+        try:
+            with stream_request(
+                self._client,
+                "POST",
+                "/api/chat",
+                json_body=body,
+                server=self._server,
+                fix=self._fix,
+            ) as response:
+                if self.stream:
+                    reply = self._read_stream(response, model)
+                else:
+                    raw = read_capped(response, self.max_response_bytes, server=self._server)
+                    reply = self._read_single(raw, model)
+        except HTTPStatusError as err:
+            raise self._recode(err, model) from err
+        return ChatResponse(
+            content=reply.content,
+            tool_calls=reply.tool_calls,
+            finish_reason=reply.finish_reason,
+            model=reply.model or model,
+            duration_ms=monotonic_ms() - started,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+        )
+
+    def list_models(self) -> list[str]:
+        """``GET /api/tags``: names of the installed models.
+
+        Raises:
+            BackendError: see the class docstring.
+        """
+        data = self._json_request("GET", "/api/tags", None, model=None)
+        models = data.get("models")
+        if not isinstance(models, list):
+            raise self._malformed("/api/tags", "no 'models' list", data)
+        names: list[str] = []
+        for item in models:
+            name = item.get("name", item.get("model")) if isinstance(item, Mapping) else None
+            if not isinstance(name, str):
+                raise self._malformed("/api/tags", "a model entry without a name", item)
+            names.append(name)
+        return names
+
+    def show(self, model: str) -> dict[str, Any]:
+        """``POST /api/show``: a model's details (``details``, ``capabilities``, ...).
+
+        Raises:
+            BackendError: ``model_not_found`` for a model Ollama does not have; otherwise see
+                the class docstring.
+        """
+        return self._json_request("POST", "/api/show", {"model": model}, model=model)
+
+    def close(self) -> None:
+        """Close the HTTP client (idempotent)."""
+        self._client.close()
+
+    def __enter__(self) -> OllamaBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------------------
+    # Wire format
+
+    @staticmethod
+    def _wire_message(m: ChatMessage) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.role == "assistant" and m.tool_calls:
+            out["tool_calls"] = [
+                {"function": {"name": c.name, "arguments": _as_object(c.arguments)}}
+                for c in m.tool_calls
+            ]
+        if m.role == "tool" and m.name:
+            out["tool_name"] = m.name
+        return out
+
+    def _read_stream(self, response: httpx.Response, model: str) -> ChatResponse:
+        parts: list[str] = []
+        calls: list[ToolCall] = []
+        final: Mapping[str, Any] | None = None
+        for number, line in enumerate(
+            iter_lines_capped(response, self.max_response_bytes, server=self._server), start=1
+        ):
+            chunk = self._decode(line, f"/api/chat line {number}")
+            self._raise_embedded_error(chunk, model)
+            message = chunk.get("message")
+            if message is not None:
+                text, more = self._message_parts(message)
+                parts.append(text)
+                calls.extend(more)
+            if chunk.get("done") is True:
+                final = chunk
+                break
+        if final is None:
+            raise BackendError(
+                f"{self._server} ended the /api/chat stream without a final "
+                '"done": true line (the reply may be incomplete)',
+                code="backend_malformed",
+            )
+        return self._response("".join(parts), calls, final)
+
+    def _read_single(self, raw: bytes, model: str) -> ChatResponse:
+        data = self._decode(raw, "/api/chat")
+        self._raise_embedded_error(data, model)
+        message = data.get("message")
+        if message is None:
+            raise self._malformed("/api/chat", "no 'message' object", data)
+        text, calls = self._message_parts(message)
+        return self._response(text, calls, data)
+
+    @staticmethod
+    def _response(text: str, calls: list[ToolCall], final: Mapping[str, Any]) -> ChatResponse:
+        reason = final.get("done_reason")
+        model = final.get("model")
+        return ChatResponse(
+            content=text,
+            tool_calls=tuple(calls),
+            finish_reason=reason if isinstance(reason, str) and reason else None,
+            model=model if isinstance(model, str) else "",
+            prompt_tokens=_count(final.get("prompt_eval_count")),
+            completion_tokens=_count(final.get("eval_count")),
+        )
+
+    def _message_parts(self, message: Any) -> tuple[str, list[ToolCall]]:
+        if not isinstance(message, Mapping):
+            raise self._malformed("/api/chat", "'message' is not an object", message)
+        content = message.get("content", "")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise self._malformed("/api/chat", "'message.content' is not a string", message)
+        raw_calls = message.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise self._malformed("/api/chat", "'message.tool_calls' is not a list", message)
+        calls: list[ToolCall] = []
+        for item in raw_calls:
+            fn = item.get("function") if isinstance(item, Mapping) else None
+            name = fn.get("name") if isinstance(fn, Mapping) else None
+            if not isinstance(fn, Mapping) or not isinstance(name, str):
+                raise self._malformed("/api/chat", "a tool call without a function name", item)
+            args = fn.get("arguments")
+            arguments: dict[str, Any] | str
+            if args is None:
+                arguments = {}
+            elif isinstance(args, dict | str):
+                arguments = args
+            else:  # a list or a number: keep it as JSON text for parse_reply to classify
+                arguments = json.dumps(args)
+            given = item.get("id")
+            call_id = given if isinstance(given, str) and given else f"ollama_{next(self._ids)}"
+            calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+        return content, calls
+
+    # ----------------------------------------------------------------------------------------
+    # Errors
+
+    def _json_request(
+        self, method: str, path: str, body: Any, *, model: str | None
+    ) -> dict[str, Any]:
+        try:
+            with stream_request(
+                self._client, method, path, json_body=body, server=self._server, fix=self._fix
+            ) as response:
+                raw = read_capped(response, self.max_response_bytes, server=self._server)
+        except HTTPStatusError as err:
+            raise self._recode(err, model) from err
+        return self._decode(raw, path)
+
+    def _decode(self, raw: bytes, where: str) -> dict[str, Any]:
+        try:
+            data = json.loads(raw)
+        except ValueError as err:
+            raise BackendError(
+                f"{self._server} sent malformed JSON in {where}: {err}; "
+                f"received: {excerpt(raw, 200)}",
+                code="backend_malformed",
+            ) from err
+        if not isinstance(data, dict):
+            raise self._malformed(where, "the reply is not a JSON object", data)
+        return data
+
+    def _malformed(self, where: str, what: str, data: Any) -> BackendError:
+        return BackendError(
+            f"{self._server} sent an unexpected reply to {where}: {what} "
+            f"(received: {excerpt(json.dumps(data, default=str), 200)})",
+            code="backend_malformed",
+        )
+
+    def _raise_embedded_error(self, data: Mapping[str, Any], model: str) -> None:
+        err = data.get("error")
+        if err is None:
+            return
+        text = str(err)
+        if _says_model_missing(text):
+            raise self._model_missing(model, text)
+        raise BackendError(
+            f"{self._server} reported an error: {excerpt(text)}", code="backend_http"
+        )
+
+    def _recode(self, err: HTTPStatusError, model: str | None) -> BackendError:
+        if model is not None and err.status == 404:
+            try:
+                detail = json.loads(err.body).get("error", "")
+            except (ValueError, AttributeError):
+                detail = ""
+            if isinstance(detail, str) and _says_model_missing(detail):
+                return self._model_missing(model, detail)
+        return err
+
+    def _model_missing(self, model: str, detail: str) -> BackendError:
+        return BackendError(
+            f"model {model!r} is not installed in {self._server} ({excerpt(detail, 200)}): "
+            f"run `ollama pull {model}` or choose an installed model (see `ollama list`)",
+            code="model_not_found",
+        )
+
+
+def _says_model_missing(text: str) -> bool:
+    low = text.lower()
+    return "not found" in low and ("model" in low or "pull" in low)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    """Ollama wants arguments as an object; decode a JSON string when it holds one."""
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
