@@ -1,0 +1,389 @@
+"""A ``ChatBackend`` for OpenAI-compatible chat completion servers.
+
+llama.cpp's servers (``llama-server`` and ``python -m llama_cpp.server``), vLLM, LM Studio and
+Ollama itself (under ``/v1``) serve this API. The backend follows the same rules as the Ollama
+backend (seed: "Trust and security"): a loopback ``base_url`` unless ``allow_remote``, no
+environment proxies, no redirects, no credentials of any kind (no API key is looked up and no
+``Authorization`` header is sent), and every response body is capped while it arrives.
+
+Wire format (``base_url`` includes the API root, e.g. ``http://127.0.0.1:8080/v1``):
+
+* ``POST {base_url}/chat/completions`` with ``messages``, ``stream: false``, ``tools`` with
+  ``tool_choice: "auto"`` when tools are offered, and ``response_format:
+  {"type": "json_object", "schema": ...}`` for structured output;
+* ``GET {base_url}/models`` for the installed models (``data[].id``).
+
+Server quirks this module works around (measured against ``llama_cpp.server`` 0.3.36 with
+``--chat_format chatml-function-calling``):
+
+* an assistant message that carries ``tool_calls`` must have ``content: ""``; a null or
+  absent content is answered with HTTP 500, so ``""`` is always sent;
+* ``tool_choice: "required"`` is answered with HTTP 500, and without any ``tool_choice`` the
+  tools are not shown to the model at all, so ``"auto"`` is sent whenever there are tools;
+* ``response_format`` of type ``json_schema`` is refused, while ``json_object`` with a
+  ``schema`` field constrains the reply, so the latter is used;
+* a prompt longer than the context window is answered with HTTP 400 and code
+  ``context_length_exceeded``; this is returned as an empty reply with
+  ``finish_reason="length"`` so the runtime classifies it as a context overflow (it costs
+  budget and is never success) instead of failing the run as a server error.
+
+What the *model* said is never judged here: tool-call arguments that arrive as a JSON string
+(which is what every OpenAI-compatible server sends) stay a ``str`` in ``ToolCall.arguments``
+so that ``flow_core._parse.parse_reply`` decodes and classifies them; unknown tool names, empty
+replies and text that looks like a tool call are passed through unchanged.
+
+Errors are ``BackendError`` with the codes of ``BACKEND_ERROR_CODES``: ``backend_unreachable``,
+``backend_timeout``, ``backend_http``, ``model_not_found``, ``backend_malformed``,
+``response_too_large``, ``redirect_refused``, ``remote_refused`` and ``backend_closed``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flow_core._backends._http import (
+    HTTPStatusError,
+    check_base_url,
+    excerpt,
+    make_client,
+    monotonic_ms,
+    read_capped,
+    stream_request,
+)
+from flow_core._errors import BackendError
+from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["OpenAIBackend"]
+
+#: ``finish_reason`` values servers send, mapped onto the ones ``ChatResponse`` documents.
+_FINISH_REASONS: dict[str, str] = {
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+}
+
+
+class OpenAIBackend:
+    """Chat completions over an OpenAI-compatible HTTP API.
+
+    Args:
+        base_url: the API root including its version path, e.g. ``http://127.0.0.1:8080/v1``
+            (``[openai] base_url``). Loopback (127.0.0.0/8, ``::1``, ``localhost``) unless
+            ``allow_remote``.
+        timeout: seconds for each phase of one HTTP request (connect, write, each read, pool);
+            a generation that sends nothing for longer fails with ``backend_timeout``.
+        allow_remote: the operator's explicit permission for a non-loopback host.
+        max_response_bytes: the most bytes accepted for one response body.
+        transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``); ``None`` uses
+            the network.
+
+    Raises:
+        BackendError: ``remote_refused`` for a non-loopback host without ``allow_remote``;
+            ``backend_malformed`` for a URL that cannot be used (no host, user info, query,
+            a scheme other than http/https).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float,
+        allow_remote: bool = False,
+        max_response_bytes: int = 4_000_000,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if max_response_bytes <= 0:
+            raise ValueError("max_response_bytes must be > 0")
+        if not timeout > 0:
+            raise ValueError("timeout must be > 0 seconds")
+        self.base_url = check_base_url(
+            base_url, allow_remote=allow_remote, setting="openai.base_url"
+        )
+        self.timeout = float(timeout)
+        self.max_response_bytes = max_response_bytes
+        self._server = f"the OpenAI-compatible server at {self.base_url}"
+        self._fix = (
+            "start the server (for llama.cpp: python -m llama_cpp.server --model FILE "
+            "--chat_format chatml-function-calling) or fix openai.base_url"
+        )
+        # The base URL ends in the API root (".../v1"); request paths are relative to it.
+        self._client: httpx.Client | None = make_client(
+            self.base_url + "/", timeout=self.timeout, transport=transport
+        )
+
+    # -- ChatBackend --------------------------------------------------------------------
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        format: Mapping[str, Any] | None = None,
+    ) -> ChatResponse:
+        """Send one non-streaming chat completion request.
+
+        Args:
+            model: the model name; ``""`` leaves the choice to the server (the field is then
+                not sent; single-model servers such as llama.cpp's ignore it anyway).
+            messages: the whole context for this turn.
+            tools: function schemas (``{"type": "function", "function": {...}}``).
+            format: a JSON Schema for the reply's content (structured output), or ``None``.
+
+        Returns:
+            The first choice, unjudged. ``finish_reason`` is ``"stop"``, ``"length"``,
+            ``"tool_calls"`` or ``None`` (absent or a value with no such meaning).
+
+        Raises:
+            BackendError: see the module docstring for the codes.
+        """
+        body = self.request_body(model, messages, tools=tools, format=format)
+        started = monotonic_ms()
+        try:
+            raw = self._request("POST", "chat/completions", body)
+        except HTTPStatusError as err:
+            overflow = self._context_overflow(err, model, started)
+            if overflow is not None:
+                return overflow
+            raise self._recode(err, model) from err
+        elapsed = monotonic_ms() - started
+        return self._parse_completion(raw, model, elapsed)
+
+    def list_models(self) -> list[str]:
+        """The ids in ``GET {base_url}/models`` (``{"data": [{"id": ...}, ...]}``).
+
+        Raises:
+            BackendError: transport and HTTP failures; ``backend_malformed`` for another shape.
+        """
+        raw = self._request("GET", "models", None)
+        data = self._decode(raw, "GET models")
+        entries = data.get("data") if isinstance(data, Mapping) else None
+        if not isinstance(entries, list):
+            raise self._malformed("GET models", "no 'data' list", raw)
+        names: list[str] = []
+        for entry in entries:
+            ident = entry.get("id") if isinstance(entry, Mapping) else None
+            if not isinstance(ident, str) or not ident:
+                raise self._malformed("GET models", "an entry without a string 'id'", raw)
+            names.append(ident)
+        return names
+
+    def close(self) -> None:
+        """Close the connection pool (idempotent); later calls raise ``backend_closed``."""
+        client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # -- request building ---------------------------------------------------------------
+
+    @staticmethod
+    def request_body(
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        format: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON body ``chat`` sends (public so that tests and tools can inspect it)."""
+        body: dict[str, Any] = {"messages": [_wire_message(m) for m in messages]}
+        if model:
+            body["model"] = model
+        body["stream"] = False
+        if tools:
+            body["tools"] = [dict(t) for t in tools]
+            body["tool_choice"] = "auto"
+        if format is not None:
+            body["response_format"] = {"type": "json_object", "schema": dict(format)}
+        return body
+
+    # -- transport ----------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, body: Any) -> bytes:
+        client = self._client
+        if client is None:
+            raise BackendError(f"{self._server}: the backend is closed", code="backend_closed")
+        with stream_request(
+            client, method, path, json_body=body, server=self._server, fix=self._fix
+        ) as response:
+            return read_capped(response, self.max_response_bytes, server=self._server)
+
+    def _recode(self, err: HTTPStatusError, model: str) -> BackendError:
+        """Turn an HTTP error that means "no such model" into ``model_not_found``."""
+        detail = _error_fields(err.body)
+        code = detail.get("code")
+        message = str(detail.get("message", "")).lower()
+        if code == "model_not_found" or (
+            err.status == 404 and "model" in message and ("not" in message or "exist" in message)
+        ):
+            return BackendError(
+                f"{self._server} has no model {model!r} ({excerpt(message)}); fix: choose an "
+                "installed model (see list_models / GET /v1/models) in the operator config",
+                code="model_not_found",
+            )
+        hint = ""
+        if err.status >= 500:
+            hint = " (the server failed on this request; its log says why)"
+        return BackendError(f"{err.message}{hint}", code="backend_http")
+
+    def _context_overflow(
+        self, err: HTTPStatusError, model: str, started: float
+    ) -> ChatResponse | None:
+        if err.status != 400:
+            return None
+        detail = _error_fields(err.body)
+        message = str(detail.get("message", "")).lower()
+        if detail.get("code") != "context_length_exceeded" and "context length" not in message:
+            return None
+        return ChatResponse(
+            content="",
+            finish_reason="length",
+            model=model,
+            duration_ms=monotonic_ms() - started,
+        )
+
+    # -- response parsing ---------------------------------------------------------------
+
+    def _decode(self, raw: bytes, what: str) -> Any:
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise self._malformed(what, f"not JSON ({exc})", raw) from exc
+
+    def _malformed(self, what: str, why: str, raw: bytes) -> BackendError:
+        return BackendError(
+            f"{self._server} answered {what} with {why}: {excerpt(raw)}; fix: point "
+            "openai.base_url at an OpenAI-compatible API root (usually ending in /v1)",
+            code="backend_malformed",
+        )
+
+    def _parse_completion(self, raw: bytes, model: str, elapsed_ms: float) -> ChatResponse:
+        what = "POST chat/completions"
+        data = self._decode(raw, what)
+        if not isinstance(data, Mapping):
+            raise self._malformed(what, "a JSON value that is not an object", raw)
+        if "error" in data and "choices" not in data:
+            # Some servers report failures with status 200 and an error object.
+            raise BackendError(
+                f"{self._server} reported an error: {excerpt(json.dumps(data['error']))}",
+                code="backend_http",
+            )
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            raise self._malformed(what, "no 'choices' list with an object in it", raw)
+        choice = choices[0]
+        message = choice.get("message")
+        if not isinstance(message, Mapping):
+            raise self._malformed(what, "a choice without a 'message' object", raw)
+        content = message.get("content")
+        if content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise self._malformed(what, "a message whose 'content' is not a string", raw)
+        calls = _tool_calls(message)
+        if calls is None:
+            raise self._malformed(what, "a 'tool_calls' entry of the wrong shape", raw)
+        finish = choice.get("finish_reason")
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, Mapping) else {}
+        reported = data.get("model")
+        return ChatResponse(
+            content=content,
+            tool_calls=calls,
+            finish_reason=_FINISH_REASONS.get(finish) if isinstance(finish, str) else None,
+            model=reported if isinstance(reported, str) and reported else model,
+            duration_ms=elapsed_ms,
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
+        )
+
+
+def _wire_message(message: ChatMessage) -> dict[str, Any]:
+    """One ``ChatMessage`` in the OpenAI chat format."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        # llama.cpp's server answers HTTP 500 when this content is null or absent.
+        out["content"] = message.content or ""
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments, ensure_ascii=False),
+                },
+            }
+            for call in message.tool_calls
+        ]
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id or ""
+    return out
+
+
+def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...] | None:
+    """The message's tool calls; ``None`` when they are not of the documented shape.
+
+    The legacy single ``function_call`` field is read only when ``tool_calls`` is absent
+    (llama.cpp sends both for one call).
+    """
+    raw_calls = message.get("tool_calls")
+    if raw_calls is None:
+        legacy = message.get("function_call")
+        if legacy is None:
+            return ()
+        raw_calls = [{"function": legacy}]
+    if not isinstance(raw_calls, list):
+        return None
+    calls: list[ToolCall] = []
+    for entry in raw_calls:
+        if not isinstance(entry, Mapping):
+            return None
+        function = entry.get("function")
+        if not isinstance(function, Mapping):
+            return None
+        name = function.get("name")
+        if not isinstance(name, str):
+            return None
+        arguments = function.get("arguments", "")
+        if arguments is None:
+            arguments = ""
+        if isinstance(arguments, Mapping):
+            arguments = dict(arguments)
+        elif not isinstance(arguments, str):
+            return None
+        ident = entry.get("id")
+        if not isinstance(ident, str) or not ident:
+            ident = "call_" + uuid.uuid4().hex[:12]
+        calls.append(ToolCall(id=ident, name=name, arguments=arguments))
+    return tuple(calls)
+
+
+def _error_fields(body: bytes) -> dict[str, Any]:
+    """``{"code", "message"}`` of an OpenAI-style error body (``{"error": {...}}``)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return {"message": body.decode("utf-8", "replace")}
+    if not isinstance(data, Mapping):
+        return {}
+    err = data.get("error", data)
+    if isinstance(err, str):
+        return {"message": err}
+    if isinstance(err, Mapping):
+        return {"code": err.get("code"), "message": err.get("message") or err.get("detail", "")}
+    return {}
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
