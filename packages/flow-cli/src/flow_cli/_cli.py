@@ -55,7 +55,7 @@ def cli(
 @cli.command()
 @common_options
 @click.pass_context
-def status(ctx: click.Context, **values: str | bool | None) -> int:
+def status(ctx: click.Context, /, **values: str | bool | None) -> int:
     """Print the workspace, trust, config sources, models, checks and budgets as JSON.
 
     Sends no model request and runs no command; works with no model server running.
@@ -69,7 +69,7 @@ def status(ctx: click.Context, **values: str | bool | None) -> int:
 @click.argument("name", required=False)
 @common_options
 @click.pass_context
-def check(ctx: click.Context, name: str | None, **values: str | bool | None) -> int:
+def check(ctx: click.Context, /, name: str | None, **values: str | bool | None) -> int:
     """Run every configured check (or only NAME) and print one JSON report.
 
     Needs --trusted: checks execute project code. Exit 0 when every selected check passed,
@@ -84,7 +84,7 @@ def check(ctx: click.Context, name: str | None, **values: str | bool | None) -> 
 @click.argument("task")
 @common_options
 @click.pass_context
-def run(ctx: click.Context, task: str, **values: str | bool | None) -> int:
+def run(ctx: click.Context, /, task: str, **values: str | bool | None) -> int:
     """Run the verified planner → coder → reviewer workflow on TASK; print one JSON report.
 
     Without --trusted only the plan is made (read-only) and the exit code is 1. Exit 0 only
@@ -98,7 +98,7 @@ def run(ctx: click.Context, task: str, **values: str | bool | None) -> int:
 @cli.command()
 @common_options
 @click.pass_context
-def tui(ctx: click.Context, **values: str | bool | None) -> int:
+def tui(ctx: click.Context, /, **values: str | bool | None) -> int:
     """Start the terminal UI (also what plain ``flow`` does)."""
     from flow_cli._tui import run_tui
 
@@ -124,6 +124,7 @@ def tui(ctx: click.Context, **values: str | bool | None) -> int:
 @click.pass_context
 def serve(
     ctx: click.Context,
+    /,
     nvim: str | None,
     editor_timeout: float | None,
     **values: str | bool | None,

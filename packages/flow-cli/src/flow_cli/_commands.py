@@ -251,9 +251,24 @@ def _produce(
         return EXIT_INTERRUPTED, error_report(
             kind, "interrupted", "interrupted by a signal", opts=opts, status="interrupted"
         )
+    except Exception as err:  # a bug: still one JSON object on stdout, details on stderr
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+        say(f"internal error: {err!r}; please report it with the traceback above")
+        return EXIT_FAILED, error_report(kind, "internal_error", repr(err), opts=opts)
     finally:
+        interrupts.runtime = None
         if runtime is not None:
-            runtime.close()
+            close_quietly(runtime)
+
+
+def close_quietly(runtime: Runtime) -> None:
+    """Close a runtime; a failure to close is reported on stderr, never raised."""
+    try:
+        runtime.close()
+    except Exception as err:
+        say(f"could not close the runtime cleanly: {err!r}")
 
 
 def _explain(report: Report) -> None:

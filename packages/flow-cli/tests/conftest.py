@@ -1,0 +1,244 @@
+"""Fixtures for flow-cli's tests: isolated environments, real projects, a fake Ollama.
+
+Every command runs as a real subprocess (``python -m flow_cli``) with ``HOME`` and
+``XDG_CONFIG_HOME`` pointed at temporary directories, so no real user config is read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TIMEOUT_S = 120
+
+
+@dataclass
+class Result:
+    """A finished ``flow`` process."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict[str, Any]:
+        """Stdout parsed as exactly one JSON value (the whole stdout), which must be an object."""
+        value = json.loads(self.stdout)
+        assert isinstance(value, dict), self.stdout
+        return value
+
+
+@dataclass
+class Env:
+    """An isolated environment for running ``flow``."""
+
+    home: Path
+    xdg: Path
+    vars: dict[str, str]
+
+    def flow(
+        self, *args: str, stdin: str | None = None, cwd: Path | None = None, timeout: float = 120
+    ) -> Result:
+        proc = subprocess.run(
+            [sys.executable, "-m", "flow_cli", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.vars,
+            cwd=cwd or self.home,
+            timeout=timeout,
+            check=False,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    def popen(self, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "flow_cli", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.vars,
+            cwd=self.home,
+            **kwargs,
+        )
+
+    def user_config(self, text: str) -> Path:
+        path = self.xdg / "flow" / "config.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    home = tmp_path / "home"
+    xdg = tmp_path / "xdg"
+    home.mkdir()
+    xdg.mkdir()
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "SYSTEMROOT")}
+    keep.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(xdg),
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONUNBUFFERED="1",
+        NO_COLOR="1",
+        TERM="dumb",
+        COLUMNS="120",
+    )
+    return Env(home=home, xdg=xdg, vars=keep)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "project"
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a: int, b: int) -> int:\n    return a + b\n")
+    return ws
+
+
+def toml_list(items: list[str]) -> str:
+    """A TOML array of basic strings."""
+    return "[" + ", ".join(json.dumps(i) for i in items) + "]"
+
+
+def check_table(
+    name: str,
+    argv: list[str],
+    *,
+    kind: str = "test",
+    required: bool = True,
+    timeout_ms: int = 60_000,
+    filetypes: list[str] | None = None,
+) -> str:
+    """One ``[checks.NAME]`` table."""
+    return (
+        f"\n[checks.{name}]\ncmd = {toml_list(argv)}\ntimeout = {timeout_ms}\n"
+        f"required = {'true' if required else 'false'}\nkind = {json.dumps(kind)}\n"
+        f"filetypes = {toml_list(filetypes or ['python'])}\n"
+    )
+
+
+def operator_config(
+    path: Path,
+    workspace: Path,
+    *,
+    base_url: str = "http://127.0.0.1:9",
+    model: str = "fake-coder",
+    checks: str = "",
+    extra: str = "",
+) -> Path:
+    """Write an operator config (root keys first, then tables) and return its path."""
+    path.write_text(
+        f"workspace_dir = {json.dumps(str(workspace))}\n{extra}\n"
+        f'[ollama]\nbase_url = "{base_url}"\nmodel = "{model}"\ntimeout = 30\n'
+        "\n[agent]\nmax_iterations = 4\nmax_cycles = 1\nmax_tool_calls = 16\n"
+        f"max_context_chars = 100000\n{checks}"
+    )
+    return path
+
+
+# -- a loopback server that speaks Ollama's /api/chat and /api/tags -----------------------------
+
+Reply = tuple[str, list[dict[str, Any]]]
+
+
+@dataclass
+class FakeOllama:
+    """An Ollama stand-in on 127.0.0.1: ``script(request) -> (content, tool_calls)``."""
+
+    script: Callable[[dict[str, Any]], Reply]
+    models: list[str] = field(default_factory=lambda: ["fake-coder", "fake-small"])
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+
+
+def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            if self.path == "/api/tags":
+                body = {"models": [{"name": m, "model": m} for m in fake.models]}
+                self._send(200, json.dumps(body).encode())
+            else:
+                self._send(404, b'{"error":"not found"}')
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            request = json.loads(self.rfile.read(length) or b"{}")
+            if self.path == "/api/show":
+                self._send(200, json.dumps({"capabilities": ["completion", "tools"]}).encode())
+                return
+            if self.path != "/api/chat":
+                self._send(404, b'{"error":"not found"}')
+                return
+            fake.requests.append(request)
+            content, calls = fake.script(request)
+            message = {"role": "assistant", "content": content}
+            if calls:
+                message["tool_calls"] = [
+                    {"function": {"name": n["name"], "arguments": n["arguments"]}} for n in calls
+                ]
+            model = request.get("model", "")
+            final = {"model": model, "done": True, "done_reason": "stop"}
+            if request.get("stream", True):
+                lines = [
+                    {"model": model, "message": message, "done": False},
+                    {**final, "message": {"role": "assistant", "content": ""}},
+                ]
+                body = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
+                self._send(200, body, "application/x-ndjson")
+            else:
+                self._send(200, json.dumps({**final, "message": message}).encode())
+
+    return Handler
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[Callable[[Callable[[dict[str, Any]], Reply]], FakeOllama]]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(script: Callable[[dict[str, Any]], Reply]) -> FakeOllama:
+        fake = FakeOllama(script=script)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+        return fake
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """Plain helper functions, handed to tests as a fixture (importlib mode: no conftest import)."""
+
+    check_table: Callable[..., str] = check_table
+    operator_config: Callable[..., Path] = operator_config
+    toml_list: Callable[[list[str]], str] = toml_list
+
+
+@pytest.fixture
+def h() -> Helpers:
+    return Helpers()

@@ -1,0 +1,138 @@
+"""``flow status``: one JSON object, flags before or after the subcommand, no model needed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def test_status_with_workspace_only(env, workspace: Path) -> None:
+    result = env.flow("status", "--workspace", str(workspace))
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["kind"] == "status"
+    assert report["status"] == "ok"
+    assert report["ok"] is True
+    assert report["workspace"] == str(workspace)
+    assert report["trusted"] is False
+    assert report["config_sources"] == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--workspace", "{ws}", "--trusted", "status"],
+        ["status", "--workspace", "{ws}", "--trusted"],
+        ["--trusted", "status", "--workspace", "{ws}"],
+        ["--workspace", "{ws}", "status", "--trusted"],
+    ],
+    ids=["before", "after", "mixed-1", "mixed-2"],
+)
+def test_common_flags_before_or_after(env, workspace: Path, args: list[str]) -> None:
+    result = env.flow(*[a.format(ws=workspace) for a in args])
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["workspace"] == str(workspace)
+    assert report["trusted"] is True
+
+
+def test_model_overrides_every_role_and_later_flag_wins(env, workspace: Path, tmp_path, h) -> None:
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, model="configured")
+    result = env.flow("--model", "early", "status", "--config", str(cfg), "--model", "late")
+    assert result.code == 0, result.stderr
+    models = result.json()["models"]
+    assert set(models) == {"planner", "coder", "reviewer"}
+    assert set(models.values()) == {"late"}
+
+    result = env.flow("--model", "early", "status", "--config", str(cfg))
+    assert set(result.json()["models"].values()) == {"early"}
+
+    result = env.flow("status", "--config", str(cfg))
+    assert set(result.json()["models"].values()) == {"configured"}
+
+
+def test_workspace_flag_overrides_configured_workspace(env, workspace: Path, tmp_path, h) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    cfg = h.operator_config(tmp_path / "op.toml", workspace)
+    result = env.flow("--config", str(cfg), "status", "--workspace", str(other))
+    assert result.code == 0, result.stderr
+    assert result.json()["workspace"] == str(other)
+
+
+def test_user_config_is_read_and_listed(env, workspace: Path, h) -> None:
+    path = env.user_config(
+        f'workspace_dir = "{workspace}"\n'
+        + h.check_table("unit", [sys.executable, "-m", "pytest", "-q"], kind="test")
+    )
+    result = env.flow("status")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["config_sources"] == [str(path)]
+    assert report["workspace"] == str(workspace)
+    (spec,) = report["configured_checks"]
+    assert spec["name"] == "unit"
+    assert spec["argv"] == [sys.executable, "-m", "pytest", "-q"]
+    assert spec["required"] is True
+    assert spec["kind"] == "test"
+
+
+def test_status_sends_no_model_request(env, workspace: Path, tmp_path, h, fake_ollama) -> None:
+    fake = fake_ollama(lambda request: ("unexpected", []))
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url)
+    result = env.flow("status", "--config", str(cfg))
+    assert result.code == 0, result.stderr
+    assert fake.requests == []
+
+
+def test_status_does_not_import_the_mcp_server_or_live_display(env, workspace: Path) -> None:
+    env.vars["PYTHONPROFILEIMPORTTIME"] = "1"
+    result = env.flow("status", "--workspace", str(workspace))
+    assert result.code == 0
+    imported = {
+        line.split("|")[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "flow_cli._cli" in imported  # the probe sees our own imports
+    assert "flow_mcp" not in imported
+    assert "rich.live" not in imported
+    assert "flow_cli._tui" not in imported
+    result.json()
+
+
+def test_bad_config_key_is_a_usage_error_naming_key_and_file(env, workspace, tmp_path) -> None:
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text(f'workspace_dir = "{workspace}"\n[agent]\nmax_iterationz = 3\n')
+    result = env.flow("status", "--config", str(cfg))
+    assert result.code == 2
+    report = result.json()
+    assert report["status"] == "error"
+    assert report["ok"] is False
+    assert report["errors"][0]["code"].startswith("config")
+    assert "max_iterationz" in result.stderr
+    assert str(cfg) in result.stderr
+
+
+def test_missing_workspace_directory_names_the_flag(env, tmp_path) -> None:
+    result = env.flow("status", "--workspace", str(tmp_path / "nope"))
+    assert result.code == 2
+    assert "--workspace" in result.stderr
+    assert result.json()["status"] == "error"
+
+
+def test_unknown_option_still_prints_one_json_object(env, workspace) -> None:
+    result = env.flow("--workspace", str(workspace), "status", "--bogus")
+    assert result.code == 2
+    assert "--bogus" in result.stderr
+    report = result.json()
+    assert report["kind"] == "status"
+    assert report["errors"][0]["code"] == "usage_error"
+
+
+def test_unknown_option_before_subcommand_finds_the_subcommand(env, workspace) -> None:
+    result = env.flow("--bogus", "--model", "run", "status")
+    assert result.code == 2
+    assert result.json()["kind"] == "status"
