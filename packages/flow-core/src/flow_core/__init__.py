@@ -13,6 +13,7 @@ from flow_core._backends import (
     ScriptedRequest,
     make_backend,
 )
+from flow_core._backends.openai import OpenAIBackend
 from flow_core._config import (
     AgentConfig,
     CheckConfig,
@@ -63,7 +64,11 @@ from flow_core._report import (
     Verification,
     report_json_schema,
 )
-from flow_core._runtime import Runtime
+from flow_core._checks import kill_all_process_groups, run_check
+from flow_core._gate import GateFacts, evaluate_gate, language_key
+from flow_core._runtime import REVIEW_SCHEMA, Runtime
+from flow_core._tools import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+from flow_core.skills import list_skills, load_skill
 
 __all__ = [
     "BACKEND_ERROR_CODES",
@@ -103,6 +108,7 @@ __all__ = [
     "NotTrustedError",
     "OllamaBackend",
     "OllamaConfig",
+    "OpenAIBackend",
     "OpenAIConfig",
     "ParsedReply",
     "ReplyIssue",
@@ -110,8 +116,19 @@ __all__ = [
     "Review",
     "Role",
     "RoleUsage",
-    # runtime
+    # runtime, checks, gate, tools, skills
     "Runtime",
+    "REVIEW_SCHEMA",
+    "run_check",
+    "kill_all_process_groups",
+    "GateFacts",
+    "evaluate_gate",
+    "language_key",
+    "FILE_TOOL_NAMES",
+    "READ_ONLY_TOOL_NAMES",
+    "EDITOR_TOOL_NAMES",
+    "list_skills",
+    "load_skill",
     "ScriptedBackend",
     "ScriptedReply",
     "ScriptedRequest",
