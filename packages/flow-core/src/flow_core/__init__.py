@@ -14,6 +14,7 @@ from flow_core._backends import (
     make_backend,
 )
 from flow_core._backends.openai import OpenAIBackend
+from flow_core._checks import kill_all_process_groups, run_check
 from flow_core._config import (
     AgentConfig,
     CheckConfig,
@@ -33,6 +34,7 @@ from flow_core._errors import (
     NotTrustedError,
     UnknownCheckError,
 )
+from flow_core._gate import GateFacts, evaluate_gate, language_key
 from flow_core._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core._protocols import (
     ROLES,
@@ -64,15 +66,17 @@ from flow_core._report import (
     Verification,
     report_json_schema,
 )
-from flow_core._checks import kill_all_process_groups, run_check
-from flow_core._gate import GateFacts, evaluate_gate, language_key
 from flow_core._runtime import REVIEW_SCHEMA, Runtime
 from flow_core._tools import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
 from flow_core.skills import list_skills, load_skill
 
 __all__ = [
     "BACKEND_ERROR_CODES",
+    "EDITOR_TOOL_NAMES",
+    "FILE_TOOL_NAMES",
+    "READ_ONLY_TOOL_NAMES",
     "REPLY_ISSUE_CODES",
+    "REVIEW_SCHEMA",
     "ROLES",
     "AgentConfig",
     # errors
@@ -103,6 +107,7 @@ __all__ = [
     "FlowConfig",
     "FlowError",
     "GateConditions",
+    "GateFacts",
     "LoadedConfig",
     "ModelsConfig",
     "NotTrustedError",
@@ -118,17 +123,6 @@ __all__ = [
     "RoleUsage",
     # runtime, checks, gate, tools, skills
     "Runtime",
-    "REVIEW_SCHEMA",
-    "run_check",
-    "kill_all_process_groups",
-    "GateFacts",
-    "evaluate_gate",
-    "language_key",
-    "FILE_TOOL_NAMES",
-    "READ_ONLY_TOOL_NAMES",
-    "EDITOR_TOOL_NAMES",
-    "list_skills",
-    "load_skill",
     "ScriptedBackend",
     "ScriptedReply",
     "ScriptedRequest",
@@ -138,9 +132,15 @@ __all__ = [
     "UnknownCheckError",
     "Verification",
     "__version__",
+    "evaluate_gate",
+    "kill_all_process_groups",
+    "language_key",
+    "list_skills",
     "load_config",
+    "load_skill",
     "make_backend",
     "parse_reply",
     "report_json_schema",
+    "run_check",
     "user_config_path",
 ]

@@ -1,0 +1,449 @@
+"""Running one operator-approved named check (seed: "Approve checks, then run").
+
+A check is an exact argv snapshotted when the config was loaded. It runs with the workspace root
+as its working directory, in a new session (so it leads its own process group), with stdin from
+``/dev/null`` and stdout/stderr captured through one pipe: nothing it prints reaches Flow's own
+stdout, which the MCP server reserves for protocol frames. Only the last bytes of its output are
+kept (``OUTPUT_TAIL_BYTES``).
+
+When the check times out or is interrupted, the whole process group is terminated: SIGTERM,
+a short grace period, then SIGKILL, and the leader is reaped. Even a check that exits normally
+has its group killed before the leader is reaped, so background children it forgot cannot
+outlive it.
+
+Live process groups are kept in a module-level registry so that signal handlers (the CLI's and
+the MCP server's SIGTERM handlers) can call :func:`kill_all_process_groups`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flow_core._errors import EditorError
+from flow_core._protocols import EditorBridge
+from flow_core._report import CheckResult, ErrorInfo
+
+if TYPE_CHECKING:
+    from flow_core._config import CheckConfig
+
+__all__ = [
+    "GRACE_S",
+    "OUTPUT_TAIL_BYTES",
+    "kill_all_process_groups",
+    "live_process_groups",
+    "run_check",
+]
+
+#: Bytes of combined stdout+stderr kept per check (the tail).
+OUTPUT_TAIL_BYTES = 16 * 1024
+#: Seconds between SIGTERM and SIGKILL when a check's group is terminated.
+GRACE_S = 0.5
+_READ_CHUNK = 65536
+_HAVE_PIDFD = hasattr(os, "pidfd_open")
+
+
+@dataclass
+class _Live:
+    """One running check's process group."""
+
+    proc: subprocess.Popen[bytes]
+    pgid: int
+    owner: object
+    interrupted: bool = False
+
+
+# pid -> entry. Plain dict operations only (no lock): kill_all_process_groups may run inside a
+# signal handler on the main thread while that same thread is in the middle of run_check.
+_LIVE: dict[int, _Live] = {}
+
+
+def live_process_groups() -> list[int]:
+    """Process-group ids of the checks running right now (for diagnostics and tests)."""
+    return [e.pgid for e in _snapshot()]
+
+
+def _snapshot(owner: object | None = None) -> list[_Live]:
+    for _ in range(5):
+        try:
+            entries = list(_LIVE.values())
+        except RuntimeError:  # changed size while another thread copied it
+            continue
+        return [e for e in entries if owner is None or e.owner is owner]
+    return []
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_members_alive(pgid: int) -> bool:
+    """True while a non-zombie process other than a reaped leader is in ``pgid``.
+
+    Uses ``/proc`` where it exists (Linux); elsewhere falls back to ``killpg(pgid, 0)``, which
+    also counts zombies and so errs on the side of "alive".
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # comm may contain spaces and parentheses: fields start after the last ')'.
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
+            return True
+    return False
+
+
+def _leader_exited(pid: int) -> bool:
+    """Has the leader exited? Does not reap it (so its pgid cannot be reused yet)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _terminate(entry: _Live, grace_s: float) -> None:
+    """SIGTERM the group, wait up to ``grace_s`` for the leader, then SIGKILL the group."""
+    _signal_group(entry.pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    if _HAVE_PIDFD:
+        try:
+            pidfd = os.pidfd_open(entry.proc.pid)
+        except OSError:
+            pidfd = -1
+        if pidfd >= 0:
+            try:
+                select.select([pidfd], [], [], max(0.0, grace_s))
+            finally:
+                os.close(pidfd)
+    else:
+        while time.monotonic() < deadline and not _leader_exited(entry.proc.pid):
+            time.sleep(0.005)
+    _signal_group(entry.pgid, signal.SIGKILL)
+
+
+def kill_all_process_groups(*, grace_s: float = GRACE_S, owner: object | None = None) -> int:
+    """Terminate every live check's process group (SIGTERM, grace, SIGKILL).
+
+    Safe to call from a signal handler or another thread: it takes no lock. The check that was
+    running returns a result with status ``"interrupted"``; reaping stays with that check.
+
+    Args:
+        grace_s: seconds between SIGTERM and SIGKILL.
+        owner: only groups started on behalf of this object (a ``Runtime``); all when None.
+
+    Returns:
+        How many process groups were signalled.
+    """
+    entries = _snapshot(owner)
+    for e in entries:
+        e.interrupted = True
+        _signal_group(e.pgid, signal.SIGTERM)
+    if entries:
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and not all(_leader_exited(e.proc.pid) for e in entries):
+            time.sleep(0.005)
+    for e in entries:
+        _signal_group(e.pgid, signal.SIGKILL)
+    return len(entries)
+
+
+def _result(
+    name: str,
+    check: CheckConfig,
+    status: str,
+    *,
+    started: float,
+    exit_code: int | None = None,
+    tail: bytes = b"",
+    code: str | None = None,
+    message: str = "",
+) -> CheckResult:
+    return CheckResult(
+        name=name,
+        kind=check.kind,
+        required=check.required,
+        argv=list(check.cmd),
+        status=status,  # type: ignore[arg-type]
+        exit_code=exit_code,
+        duration_ms=(time.perf_counter() - started) * 1000.0,
+        output_tail=tail[-OUTPUT_TAIL_BYTES:].decode("utf-8", errors="replace"),
+        error=ErrorInfo(code=code, message=message) if code else None,
+    )
+
+
+def run_check(
+    name: str,
+    check: CheckConfig,
+    *,
+    cwd: str | Path,
+    editor: EditorBridge | None = None,
+    owner: object | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> CheckResult:
+    """Run one named check and return its result; never raises for the check's own outcome.
+
+    Args:
+        name: the check's name under ``[checks.NAME]``.
+        check: the snapshotted config: ``cmd`` (exact argv), ``timeout`` (milliseconds),
+            ``executable`` (resolved at load; None means it was not found).
+        cwd: the workspace root.
+        editor: when attached, the check is refused while any buffer is unsaved (seed: "Rose
+            integration": named checks refuse unsaved buffers).
+        owner: tag for :func:`kill_all_process_groups` (the Runtime running it).
+        should_stop: polled while waiting; when it returns True the group is terminated and the
+            result is ``"interrupted"``.
+
+    Returns:
+        A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
+        ``timeout`` (``check_timeout``), ``missing`` (``check_missing``), ``refused``
+        (``check_refused``), ``interrupted`` (``check_interrupted``) or ``error``
+        (``check_error``). ``duration_ms`` is wall time in milliseconds.
+
+    Raises:
+        KeyboardInterrupt: re-raised after the process group was killed and reaped.
+    """
+    started = time.perf_counter()
+    if editor is not None:
+        try:
+            dirty = editor.freshness().dirty_buffers
+        except EditorError as err:
+            return _result(
+                name,
+                check,
+                "refused",
+                started=started,
+                code="check_refused",
+                message=f"editor freshness unavailable, check refused: {err}",
+            )
+        if dirty:
+            return _result(
+                name,
+                check,
+                "refused",
+                started=started,
+                code="check_refused",
+                message="unsaved editor buffers: " + ", ".join(dirty),
+            )
+    if check.executable is None:
+        return _result(
+            name,
+            check,
+            "missing",
+            started=started,
+            code="check_missing",
+            message=f"executable {check.cmd[0]!r} was not found when the config was loaded",
+        )
+    try:
+        proc = subprocess.Popen(
+            list(check.cmd),
+            executable=check.executable,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except FileNotFoundError as err:
+        return _result(
+            name,
+            check,
+            "missing",
+            started=started,
+            code="check_missing",
+            message=f"executable {check.executable!r} is gone: {err.strerror}",
+        )
+    except OSError as err:
+        return _result(
+            name,
+            check,
+            "error",
+            started=started,
+            code="check_error",
+            message=f"could not start {check.cmd[0]!r}: {err.strerror or err}",
+        )
+    entry = _Live(proc=proc, pgid=proc.pid, owner=owner)
+    _LIVE[proc.pid] = entry
+    try:
+        tail, timed_out = _pump(entry, check.timeout / 1000.0, should_stop)
+    except BaseException:
+        entry.interrupted = True
+        _terminate(entry, GRACE_S)
+        _close_and_reap(entry)
+        raise
+    _close_and_reap(entry)
+    if entry.interrupted:
+        return _result(
+            name,
+            check,
+            "interrupted",
+            started=started,
+            exit_code=proc.returncode,
+            tail=tail,
+            code="check_interrupted",
+            message=f"check {name!r} was interrupted; its process group was killed",
+        )
+    if timed_out:
+        return _result(
+            name,
+            check,
+            "timeout",
+            started=started,
+            exit_code=proc.returncode,
+            tail=tail,
+            code="check_timeout",
+            message=f"check {name!r} ran past its timeout of {check.timeout} ms",
+        )
+    if proc.returncode != 0:
+        return _result(
+            name,
+            check,
+            "failed",
+            started=started,
+            exit_code=proc.returncode,
+            tail=tail,
+            code="check_failed",
+            message=f"check {name!r} exited with status {proc.returncode}",
+        )
+    return _result(name, check, "passed", started=started, exit_code=0, tail=tail)
+
+
+def _pump(
+    entry: _Live, timeout_s: float, should_stop: Callable[[], bool] | None
+) -> tuple[bytes, bool]:
+    """Drain output until the leader exits and the pipe closes, or the deadline passes.
+
+    Returns the output tail and whether the timeout fired. Always leaves the group killed and
+    the leader exited (not yet reaped).
+    """
+    proc = entry.proc
+    assert proc.stdout is not None
+    out_fd = proc.stdout.fileno()
+    buf = bytearray()
+    deadline = time.monotonic() + timeout_s
+    pidfd = -1
+    if _HAVE_PIDFD:
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except OSError:
+            pidfd = -1
+    poll_s = 0.05 if (pidfd >= 0 and should_stop is None) else 0.01
+    pipe_open = True
+    leader_done = False
+    timed_out = False
+    try:
+        while True:
+            if entry.interrupted or (should_stop is not None and should_stop()):
+                entry.interrupted = True
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            fds = [out_fd] if pipe_open else []
+            if pidfd >= 0 and not leader_done:
+                fds.append(pidfd)
+            wait = min(remaining, poll_s)
+            ready = select.select(fds, [], [], wait)[0] if fds else []
+            if not fds:
+                time.sleep(wait)  # nothing to wait on: only reachable without pidfd support
+            if out_fd in ready:
+                try:
+                    chunk = os.read(out_fd, _READ_CHUNK)
+                except OSError as err:
+                    if err.errno != errno.EINTR:
+                        pipe_open = False
+                    chunk = b""
+                else:
+                    if not chunk:
+                        pipe_open = False
+                buf += chunk
+                if len(buf) > 2 * OUTPUT_TAIL_BYTES:
+                    del buf[: len(buf) - OUTPUT_TAIL_BYTES]
+            if not leader_done:
+                leader_done = (pidfd >= 0 and pidfd in ready) or (
+                    pidfd < 0 and _leader_exited(proc.pid)
+                )
+                if leader_done and pipe_open:
+                    # Background children may hold the pipe open; the check is over when its
+                    # leader is. Kill the rest of the group and read what is left.
+                    _signal_group(entry.pgid, signal.SIGKILL)
+            if leader_done and not pipe_open:
+                break
+            if leader_done and pipe_open and out_fd not in ready:
+                # Group killed; the pipe closes once every member is gone.
+                continue
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+    if entry.interrupted or timed_out:
+        _terminate(entry, GRACE_S)
+        if pipe_open:
+            buf += _drain(out_fd)
+    else:
+        _signal_group(entry.pgid, signal.SIGKILL)
+    return bytes(buf), timed_out
+
+
+def _drain(fd: int) -> bytes:
+    """Read what is already buffered in the pipe without blocking."""
+    out = bytearray()
+    while select.select([fd], [], [], 0)[0]:
+        try:
+            chunk = os.read(fd, _READ_CHUNK)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk[-OUTPUT_TAIL_BYTES:]
+    return bytes(out[-OUTPUT_TAIL_BYTES:])
+
+
+def _close_and_reap(entry: _Live) -> None:
+    """Close the pipe, reap the leader, forget the group; wait until no member is alive."""
+    proc = entry.proc
+    if proc.stdout is not None:
+        proc.stdout.close()
+    try:
+        proc.wait()
+    finally:
+        _LIVE.pop(proc.pid, None)
+    if entry.interrupted or sys.platform.startswith("linux"):
+        # SIGKILL is asynchronous: wait (bounded) until the kernel has really ended the group.
+        deadline = time.monotonic() + 2.0
+        while _group_members_alive_fast(entry.pgid) and time.monotonic() < deadline:
+            _signal_group(entry.pgid, signal.SIGKILL)
+            time.sleep(0.002)
+
+
+def _group_members_alive_fast(pgid: int) -> bool:
+    """Cheap first test (``killpg(pgid, 0)``), then the precise ``/proc`` scan."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return _group_members_alive(pgid)

@@ -1,0 +1,304 @@
+"""The verification gate: the seed's five conditions, judged by the host from recorded facts.
+
+Source: the seed's section "What verified means". A run is verified only when
+
+1. the planner and coder completed within their budgets;
+2. at least one required named check ran, and every required check passed;
+3. every file changed through Flow has passing static analysis for its language;
+4. a separate read-only reviewer returned a valid structured approval;
+5. the edited files did not change between verification and the end of review, and no editor
+   buffer is dirty.
+
+Nothing here asks the model anything: the inputs are check results, hashes, editor freshness
+and the validated review that the runtime recorded.
+
+Coverage rules (condition 3):
+
+* Each changed file maps to a key: its language name for known extensions (``".py"`` →
+  ``"python"``), otherwise its extension (``".zig"``). Files without an extension use their base
+  name (``"Makefile"``) and so need an operator check naming it or ``"*"``; well-known
+  documentation names (``README``, ``LICENSE``, ...) are documentation.
+* Documentation and data files (``.md``, ``.json``, ``.toml``, ``.yaml``, ``.txt``, ...) need
+  the named gate (condition 2) but no linter: their entry is ``not_required``.
+* A file is covered by a *passing required* check of kind ``lint``, ``typecheck`` or
+  ``diagnostics`` whose ``filetypes`` include the language name, the ``.ext``, or ``"*"``.
+  ``test``, ``build`` and ``check`` kinds never give static coverage; optional checks never
+  replace a required gate.
+* A native Rose lint result covers its files only with ``status == "ok"`` and ``verified``;
+  ``"unavailable"`` never covers. A result with ``error_count > 0`` or ``stale`` for a file
+  vetoes that file's language entry, whatever else passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from flow_core._protocols import EditorLintResult
+from flow_core._report import (
+    CheckResult,
+    CoverageEntry,
+    GateConditions,
+    Review,
+    Verification,
+)
+
+__all__ = [
+    "DOC_EXTENSIONS",
+    "DOC_KEY",
+    "LANGUAGE_BY_EXTENSION",
+    "STATIC_KINDS",
+    "GateFacts",
+    "evaluate_gate",
+    "language_key",
+]
+
+#: Check kinds that establish static language coverage.
+STATIC_KINDS = frozenset({"lint", "typecheck", "diagnostics"})
+#: The coverage key shared by documentation and data files.
+DOC_KEY = "docs"
+#: Extensions mapped to a language name.
+LANGUAGE_BY_EXTENSION: Mapping[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".rs": "rust",
+    ".go": "go",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".nix": "nix",
+    ".lua": "lua",
+    ".sh": "sh",
+    ".bash": "sh",
+    ".rb": "ruby",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".swift": "swift",
+    ".zig": "zig",
+    ".hs": "haskell",
+    ".ml": "ocaml",
+    ".php": "php",
+    ".cs": "csharp",
+    ".scala": "scala",
+    ".vim": "vim",
+}
+#: Documentation and data extensions: they need the named gate but no linter.
+DOC_EXTENSIONS = frozenset(
+    {".md", ".markdown", ".json", ".toml", ".yaml", ".yml", ".txt", ".rst", ".csv", ".ini", ".cfg"}
+)
+_DOC_NAMES = frozenset(
+    {"README", "LICENSE", "LICENCE", "COPYING", "NOTICE", "AUTHORS", "CHANGELOG", "CHANGES"}
+)
+
+
+def language_key(path: str) -> str:
+    """The coverage key of a workspace-relative path.
+
+    Returns:
+        ``"docs"`` for documentation/data, the language name for a known extension, otherwise
+        the lower-cased extension (``".zig"`` is known, ``".foo"`` stays ``".foo"``), or the
+        base name for files without an extension (``"Makefile"``).
+    """
+    p = PurePosixPath(path)
+    ext = p.suffix.lower()
+    if not ext:
+        return DOC_KEY if p.name.upper() in _DOC_NAMES else p.name
+    if ext in DOC_EXTENSIONS:
+        return DOC_KEY
+    return LANGUAGE_BY_EXTENSION.get(ext, ext)
+
+
+def _keys_for(path: str) -> frozenset[str]:
+    """Every filetypes entry that names this file's language: key, ``.ext`` and ``*``."""
+    p = PurePosixPath(path)
+    keys = {language_key(path), "*"}
+    if p.suffix:
+        keys.add(p.suffix.lower())
+    return frozenset(keys)
+
+
+@dataclass(frozen=True)
+class GateFacts:
+    """What the host recorded for one cycle; the only input of :func:`evaluate_gate`.
+
+    Attributes:
+        within_budgets: planner and coder completed without exhausting a budget.
+        budget_reasons: why not, when ``within_budgets`` is False.
+        required_checks: names of every configured required check.
+        checks: results of the checks the host ran this cycle (required and optional).
+        check_filetypes: ``filetypes`` of each configured check, by name.
+        changed_files: workspace-relative paths changed through Flow.
+        native_lint: Rose native lint results gathered by the host (may be empty).
+        review: the validated review, or None when there was none or it was invalid.
+        review_reason: why there is no valid review (e.g. "review_invalid").
+        hashes_after_checks / hashes_after_review: sha256 per edited file (None = unreadable).
+        freshness_equal: the editor snapshot was the same after checks and after review
+            (True when no editor is attached).
+        dirty_buffers: unsaved buffers at the end of review.
+    """
+
+    within_budgets: bool
+    required_checks: Sequence[str]
+    checks: Sequence[CheckResult]
+    check_filetypes: Mapping[str, Sequence[str]]
+    changed_files: Sequence[str]
+    review: Review | None
+    hashes_after_checks: Mapping[str, str | None]
+    hashes_after_review: Mapping[str, str | None]
+    native_lint: Sequence[EditorLintResult] = ()
+    budget_reasons: Sequence[str] = ()
+    review_reason: str = "no review"
+    freshness_equal: bool = True
+    dirty_buffers: Sequence[str] = ()
+
+
+def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry], bool]:
+    passed_static: list[tuple[str, frozenset[str]]] = []
+    for result in facts.checks:
+        if result.required and result.status == "passed" and result.kind in STATIC_KINDS:
+            types = facts.check_filetypes.get(result.name, ())
+            passed_static.append((result.name, frozenset(t.lower() for t in types)))
+    native_ok: set[str] = set()
+    vetoed: set[str] = set()
+    for lint in facts.native_lint:
+        if lint.error_count > 0 or lint.stale:
+            vetoed.update(lint.files)
+        elif lint.status == "ok" and lint.verified:
+            native_ok.update(lint.files)
+    native_ok -= vetoed
+
+    by_key: dict[str, list[str]] = {}
+    for path in sorted(set(facts.changed_files)):
+        by_key.setdefault(language_key(path), []).append(path)
+
+    entries: list[CoverageEntry] = []
+    all_ok = True
+    for key, files in sorted(by_key.items()):
+        if key == DOC_KEY:
+            entries.append(CoverageEntry(key=key, files=files, status="not_required"))
+            continue
+        by: set[str] = set()
+        uncovered: list[str] = []
+        for path in files:
+            wanted = _keys_for(path)
+            names = [n for n, types in passed_static if types & wanted]
+            if path in native_ok:
+                names.append("rose:editor_lint")
+            by.update(names)
+            if not names:
+                uncovered.append(path)
+        bad = [p for p in files if p in vetoed]
+        if bad:
+            status = "vetoed"
+            reasons.append(
+                f"static analysis for {key!r} vetoed: editor lint reported errors or stale "
+                f"results for {', '.join(bad)}"
+            )
+        elif uncovered:
+            status = "uncovered"
+            reasons.append(
+                f"no passing required lint/typecheck/diagnostics check covers {key!r} "
+                f"({', '.join(uncovered)})"
+            )
+        else:
+            status = "covered"
+        all_ok = all_ok and status == "covered"
+        entries.append(CoverageEntry(key=key, files=files, status=status, by=sorted(by)))  # type: ignore[arg-type]
+    return entries, all_ok
+
+
+def _required_passed(facts: GateFacts, reasons: list[str]) -> bool:
+    if not facts.required_checks:
+        reasons.append("no required named check is configured")
+        return False
+    results = {r.name: r for r in facts.checks}
+    ok = True
+    for name in facts.required_checks:
+        result = results.get(name)
+        if result is None:
+            reasons.append(f"required check {name!r} did not run")
+            ok = False
+        elif result.status != "passed" or not result.required:
+            code = result.error.code if result.error else result.status
+            reasons.append(f"required check {name!r} did not pass: {result.status} ({code})")
+            ok = False
+    return ok
+
+
+def _unchanged(facts: GateFacts, reasons: list[str]) -> bool:
+    ok = True
+    for path in sorted(set(facts.hashes_after_checks) | set(facts.hashes_after_review)):
+        before = facts.hashes_after_checks.get(path)
+        after = facts.hashes_after_review.get(path)
+        if before is None or after is None or before != after:
+            reasons.append(f"{path} changed (or became unreadable) during verification/review")
+            ok = False
+    missing = set(facts.changed_files) - set(facts.hashes_after_checks)
+    if missing:
+        reasons.append("no verification hash for " + ", ".join(sorted(missing)))
+        ok = False
+    if not facts.freshness_equal:
+        reasons.append("editor workspace snapshot changed during verification/review")
+        ok = False
+    if facts.dirty_buffers:
+        reasons.append("unsaved editor buffers: " + ", ".join(sorted(facts.dirty_buffers)))
+        ok = False
+    return ok
+
+
+def evaluate_gate(facts: GateFacts) -> Verification:
+    """Judge the five conditions; ``verified`` is their conjunction and nothing else.
+
+    Args:
+        facts: what the host recorded for the cycle.
+
+    Returns:
+        A ``Verification`` with each condition, the coverage entries (one per language key) and
+        a human-readable reason for every condition that failed.
+    """
+    reasons: list[str] = []
+    within = facts.within_budgets
+    if not within:
+        reasons.extend(facts.budget_reasons or ["a role did not complete within its budget"])
+    required = _required_passed(facts, reasons)
+    coverage, static_ok = _coverage(facts, reasons)
+    approved = facts.review is not None and facts.review.approved
+    if facts.review is None:
+        reasons.append(f"reviewer did not approve: {facts.review_reason}")
+    elif not facts.review.approved:
+        reasons.append("reviewer rejected the change")
+    unchanged = _unchanged(facts, reasons)
+    conditions = GateConditions(
+        within_budgets=within,
+        required_checks_passed=required,
+        static_coverage=static_ok,
+        review_approved=approved,
+        unchanged=unchanged,
+    )
+    verified = all(_conditions(conditions))
+    return Verification(
+        verified=verified, conditions=conditions, coverage=coverage, reasons=reasons
+    )
+
+
+def _conditions(c: GateConditions) -> Iterable[bool]:
+    return (
+        c.within_budgets,
+        c.required_checks_passed,
+        c.static_coverage,
+        c.review_approved,
+        c.unchanged,
+    )
