@@ -61,7 +61,12 @@ class ProgressState:
             elif kind == "check_finished":
                 name = event.name or "?"
                 started = self.running_checks.pop(name, time.monotonic())
-                elapsed = event.elapsed_ms / 1000 or time.monotonic() - started
+                duration = event.detail.get("duration_ms")
+                elapsed = (
+                    float(duration) / 1000
+                    if isinstance(duration, int | float)
+                    else time.monotonic() - started
+                )
                 self.finished_checks.append((name, event.ok, elapsed))
             elif kind == "verification":
                 self.phase = "verification " + ("passed" if event.ok else "did not pass")

@@ -1,0 +1,175 @@
+"""``flow check``: trust, unknown names, pass/fail exit codes, stdout purity, interrupts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PASS = [sys.executable, "-c", "print('all good')"]
+FAIL = [sys.executable, "-c", "import sys; print('broken'); sys.exit(3)"]
+# Prints through Python's stdout, straight to descriptor 1, and to stderr.
+NOISY = [
+    sys.executable,
+    "-c",
+    "import os, sys; print('NOISE-PRINT'); sys.stdout.flush(); "
+    "os.write(1, b'NOISE-FD1\\n'); print('NOISE-ERR', file=sys.stderr)",
+]
+
+
+def _config(h, tmp_path: Path, workspace: Path, checks: str) -> Path:
+    return h.operator_config(tmp_path / "op.toml", workspace, checks=checks)
+
+
+def test_check_needs_trusted(env, h, tmp_path, workspace) -> None:
+    cfg = _config(h, tmp_path, workspace, h.check_table("ok", PASS))
+    result = env.flow("check", "--config", str(cfg))
+    assert result.code == 2
+    assert "--trusted" in result.stderr
+    report = result.json()
+    assert report["status"] == "error"
+    assert report["errors"][0]["code"] == "not_trusted"
+    assert report["checks"] == []
+
+
+def test_check_all_pass(env, h, tmp_path, workspace) -> None:
+    checks = h.check_table("one", PASS) + h.check_table("two", PASS, kind="lint")
+    cfg = _config(h, tmp_path, workspace, checks)
+    result = env.flow("--trusted", "check", "--config", str(cfg))
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["kind"] == "check"
+    assert report["status"] == "passed"
+    assert [c["name"] for c in report["checks"]] == ["one", "two"]
+    assert all(c["status"] == "passed" for c in report["checks"])
+
+
+def test_check_failure_exits_1_and_names_the_check(env, h, tmp_path, workspace) -> None:
+    cfg = _config(h, tmp_path, workspace, h.check_table("ok", PASS) + h.check_table("bad", FAIL))
+    result = env.flow("check", "--config", str(cfg), "--trusted")
+    assert result.code == 1
+    report = result.json()
+    assert report["status"] == "failed"
+    bad = next(c for c in report["checks"] if c["name"] == "bad")
+    assert bad["status"] == "failed"
+    assert bad["exit_code"] == 3
+    assert "check bad: failed" in result.stderr
+
+
+def test_check_one_by_name(env, h, tmp_path, workspace) -> None:
+    cfg = _config(h, tmp_path, workspace, h.check_table("ok", PASS) + h.check_table("bad", FAIL))
+    result = env.flow("check", "ok", "--config", str(cfg), "--trusted")
+    assert result.code == 0, result.stderr
+    assert [c["name"] for c in result.json()["checks"]] == ["ok"]
+
+
+def test_unknown_check_name_is_a_usage_error(env, h, tmp_path, workspace) -> None:
+    cfg = _config(h, tmp_path, workspace, h.check_table("ok", PASS))
+    result = env.flow("check", "nope", "--config", str(cfg), "--trusted")
+    assert result.code == 2
+    assert "nope" in result.stderr
+    assert result.json()["errors"][0]["code"] == "check_unknown"
+
+
+def test_missing_executable_is_a_failed_check(env, h, tmp_path, workspace) -> None:
+    missing = [str(tmp_path / "no-such-tool"), "--version"]
+    cfg = _config(h, tmp_path, workspace, h.check_table("gone", missing))
+    result = env.flow("check", "--config", str(cfg), "--trusted")
+    assert result.code == 1
+    (check,) = result.json()["checks"]
+    assert check["status"] == "missing"
+
+
+def test_stdout_stays_one_json_object_when_checks_and_libraries_print(
+    env, h, tmp_path, workspace
+) -> None:
+    # A "library" inside the flow process that prints to sys.stdout and to fd 1 whenever a
+    # subprocess starts, i.e. while the check runs.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os, sys\n"
+        "def _hook(event, args):\n"
+        "    if event == 'subprocess.Popen':\n"
+        "        print('LIBRARY-PRINT')\n"
+        "        os.write(1, b'LIBRARY-FD1\\n')\n"
+        "sys.addaudithook(_hook)\n"
+    )
+    env.vars["PYTHONPATH"] = str(site)
+    cfg = _config(h, tmp_path, workspace, h.check_table("noisy", NOISY))
+    result = env.flow("check", "--config", str(cfg), "--trusted")
+    assert result.code == 0, result.stderr
+    report = result.json()  # the whole stdout is one JSON value
+    assert report["status"] == "passed"
+    assert result.stdout.startswith("{")
+    assert result.stdout.count("\n") == 1  # one line: the report, nothing before or after
+    assert "LIBRARY" not in result.stdout
+    assert "LIBRARY-PRINT" in result.stderr
+    assert "LIBRARY-FD1" in result.stderr
+
+
+def _wait_for(path: Path, proc, deadline_s: float = 60.0) -> int:
+    """Poll the filesystem (bounded) until the check wrote its pid."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+def _gone(pid: int, deadline_s: float = 30.0) -> bool:
+    """True once no process with ``pid`` exists (a zombie left for init counts as gone)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_during_long_check_kills_its_group(env, h, tmp_path, workspace, sig) -> None:
+    pidfile = tmp_path / "check.pid"
+    child_pidfile = tmp_path / "grandchild.pid"
+    # The check starts a grandchild in its process group, records both pids, then waits.
+    script = (
+        "import os, subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])\n"
+        f"open({str(child_pidfile)!r}, 'w').write(str(child.pid))\n"
+        f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "time.sleep(300)\n"
+    )
+    cfg = _config(h, tmp_path, workspace, h.check_table("slow", [sys.executable, "-c", script]))
+    proc = env.popen("check", "--config", str(cfg), "--trusted")
+    try:
+        pid = _wait_for(pidfile, proc)
+        grandchild = int(child_pidfile.read_text())
+        assert os.getpgid(pid) == pid  # the check leads its own process group
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    import json
+
+    report = json.loads(stdout)
+    assert report["status"] == "interrupted"
+    assert report["ok"] is False
+    assert _gone(pid), "the check process group survived"
+    assert _gone(grandchild), "a process in the check's group survived"
