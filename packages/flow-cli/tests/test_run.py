@@ -1,0 +1,113 @@
+"""``flow run``: read-only default, a verified run, an unverified run, a server that is down.
+
+The model is a loopback HTTP server in this test process that speaks Ollama's ``/api/chat``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
+
+
+def _tool_names(request: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in request.get("tools") or []}
+
+
+def scripted(*, approve: bool = True):
+    """planner: a plan; coder: write calc.py, then finish; reviewer: a structured verdict."""
+
+    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if request.get("format"):
+            verdict = {"approved": approve, "summary": "looks right", "findings": []}
+            if not approve:
+                verdict["findings"] = ["the comment is wrong"]
+            return json.dumps(verdict), []
+        if "write_file" in _tool_names(request):
+            if request["messages"][-1]["role"] == "tool":
+                return "Edited calc.py.", []
+            return "", [{"name": "write_file", "arguments": {"path": "calc.py", "content": FIXED}}]
+        return "Plan: edit calc.py so add() carries a comment.", []
+
+    return script
+
+
+def _setup(h, tmp_path: Path, workspace: Path, url: str) -> Path:
+    ok = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
+    lint = [sys.executable, "-m", "py_compile", "calc.py"]
+    checks = h.check_table("unit", ok) + h.check_table("compile", lint, kind="lint")
+    return h.operator_config(tmp_path / "op.toml", workspace, base_url=url, checks=checks)
+
+
+def test_run_without_trust_plans_only(env, h, tmp_path, workspace, fake_ollama) -> None:
+    fake = fake_ollama(scripted())
+    cfg = _setup(h, tmp_path, workspace, fake.url)
+    before = (workspace / "calc.py").read_text()
+    result = env.flow("run", "add a comment", "--config", str(cfg))
+    assert result.code == 1
+    report = result.json()
+    assert report["status"] == "read_only"
+    assert report["verified"] is False
+    assert report["plan"].startswith("Plan:")
+    assert report["checks"] == []
+    assert report["changed_files"] == []
+    assert any(e["code"] == "not_trusted" for e in report["errors"])
+    assert "--trusted" in result.stderr
+    assert (workspace / "calc.py").read_text() == before
+    assert all("write_file" not in _tool_names(r) for r in fake.requests)
+
+
+def test_trusted_run_is_verified(env, h, tmp_path, workspace, fake_ollama) -> None:
+    fake = fake_ollama(scripted())
+    cfg = _setup(h, tmp_path, workspace, fake.url)
+    result = env.flow("--config", str(cfg), "run", "--trusted", "add a comment")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["status"] == "verified"
+    assert report["verified"] is True
+    assert report["changed_files"] == ["calc.py"]
+    assert "+    return a + b  # checked" in report["diff"]
+    assert {c["name"]: c["status"] for c in report["checks"]} == {
+        "unit": "passed",
+        "compile": "passed",
+    }
+    assert (workspace / "calc.py").read_text() == FIXED
+
+
+def test_model_flag_reaches_every_request(env, h, tmp_path, workspace, fake_ollama) -> None:
+    fake = fake_ollama(scripted())
+    cfg = _setup(h, tmp_path, workspace, fake.url)
+    result = env.flow("run", "add a comment", "--config", str(cfg), "--model", "fake-small")
+    assert result.code == 1
+    assert fake.requests
+    assert {r["model"] for r in fake.requests} == {"fake-small"}
+
+
+def test_rejected_review_is_unverified(env, h, tmp_path, workspace, fake_ollama) -> None:
+    fake = fake_ollama(scripted(approve=False))
+    cfg = _setup(h, tmp_path, workspace, fake.url)
+    result = env.flow("run", "add a comment", "--config", str(cfg), "--trusted")
+    assert result.code == 1
+    report = result.json()
+    assert report["status"] == "unverified"
+    assert report["verification"]["reasons"]
+    assert "not verified" in result.stderr
+
+
+def test_model_server_down_fails_with_exit_1(env, h, tmp_path, workspace) -> None:
+    cfg = _setup(h, tmp_path, workspace, "http://127.0.0.1:9")
+    result = env.flow("run", "anything", "--config", str(cfg), "--trusted")
+    assert result.code == 1
+    report = result.json()
+    assert report["status"] == "failed"
+    assert report["errors"]
+
+
+def test_run_needs_a_task(env, workspace) -> None:
+    result = env.flow("run", "--workspace", str(workspace))
+    assert result.code == 2
+    assert "TASK" in result.stderr
+    assert result.json()["kind"] == "run"
