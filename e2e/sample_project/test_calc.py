@@ -1,0 +1,21 @@
+"""Tests for calc.py: ``inclusive_sum`` must include its upper bound."""
+
+import pytest
+from calc import average, inclusive_sum
+
+
+def test_inclusive_sum_counts_both_ends() -> None:
+    assert inclusive_sum(1, 3) == 6
+
+
+def test_inclusive_sum_of_one_number() -> None:
+    assert inclusive_sum(5, 5) == 5
+
+
+def test_average() -> None:
+    assert average([1.0, 2.0, 3.0]) == 2.0
+
+
+def test_average_of_nothing_is_an_error() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        average([])
