@@ -1,11 +1,56 @@
+import threading
+
 import flow_rose
 
 
 def test_all_names_exist() -> None:
-    assert "__version__" in flow_rose.__all__
+    assert set(flow_rose.__all__) == {
+        "DEFAULT_TIMEOUT",
+        "EDITOR_ERROR_CODES",
+        "EDITOR_TOOLS",
+        "MAX_TIMEOUT",
+        "MIN_TIMEOUT",
+        "READ_ONLY_EDITOR_TOOLS",
+        "RoseBridge",
+        "__version__",
+        "validate_socket",
+    }
     for name in flow_rose.__all__:
         assert hasattr(flow_rose, name), name
 
 
 def test_version_is_a_release_string() -> None:
     assert flow_rose.__version__.count(".") == 2
+
+
+def test_allowlists() -> None:
+    tools = set(flow_rose.EDITOR_TOOLS)
+    assert tools == {
+        "editor_context",
+        "editor_diagnostics",
+        "editor_symbols",
+        "editor_references",
+        "editor_lint",
+        "editor_check",
+        "editor_scip",
+        "editor_debug",
+    }
+    assert tools - flow_rose.READ_ONLY_EDITOR_TOOLS == {
+        "editor_lint",
+        "editor_check",
+    }
+    assert not {"file_read", "file_write"} & flow_rose.EDITOR_TOOLS
+
+
+def test_error_codes_are_documented() -> None:
+    for code, meaning in flow_rose.EDITOR_ERROR_CODES.items():
+        assert code.startswith("editor_")
+        assert meaning.strip()
+
+
+def test_pynvim_was_imported_on_the_main_thread() -> None:
+    # pynvim records the thread that first imported it (flow_rose imports it at import time,
+    # which happens on the main thread); the bridge's worker is therefore never that thread.
+    from pynvim.msgpack_rpc.event_loop import base
+
+    assert base.main_thread is threading.main_thread()

@@ -1,0 +1,510 @@
+"""``RoseBridge``: flow-core's ``EditorBridge`` over Rose's ``rose.tools`` Lua module.
+
+The contract with Rose (the shape of ``schemas()`` entries, of ``call()`` replies, of the
+freshness v1 fields, of file_read/file_write and editor_lint) is written down in this
+package's README; the test double in ``tests/fixtures/rtp/lua/rose/tools.lua`` implements it.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final, Self
+
+from flow_core import EditorFreshness, EditorLintResult, Role
+from flow_rose._connection import Connection
+from flow_rose._errors import editor_error
+from flow_rose._socket import validate_socket
+
+DEFAULT_TIMEOUT: Final = 120.0
+"""Default editor request timeout, in seconds."""
+
+MIN_TIMEOUT: Final = 0.1
+"""Smallest accepted editor request timeout, in seconds."""
+
+MAX_TIMEOUT: Final = 660.0
+"""Largest accepted editor request timeout, in seconds."""
+
+EDITOR_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "editor_context",
+        "editor_diagnostics",
+        "editor_symbols",
+        "editor_references",
+        "editor_lint",
+        "editor_check",
+        "editor_scip",
+        "editor_debug",
+    }
+)
+"""The Rose tools a model may ever see (the allowlist; ``editor_debug`` is status only)."""
+
+READ_ONLY_EDITOR_TOOLS: Final[frozenset[str]] = frozenset(
+    {
+        "editor_context",
+        "editor_diagnostics",
+        "editor_symbols",
+        "editor_references",
+        "editor_scip",
+        "editor_debug",
+    }
+)
+"""The allowlisted tools the planner and reviewer get; the coder also gets lint and check."""
+
+_FILE_TOOLS: Final = frozenset({"file_read", "file_write"})
+_REFUSAL_CODES: Final = frozenset({"modified", "readonly"})
+_DEBUG_STATUS_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "action": {
+            "type": "string",
+            "enum": ["status"],
+            "description": "Only 'status' is available through Flow.",
+        }
+    },
+    "additionalProperties": False,
+}
+
+
+def _check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise editor_error(
+            "editor_timeout_invalid", f"editor timeout must be a number of seconds: {timeout!r}"
+        )
+    value = float(timeout)
+    if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        raise editor_error(
+            "editor_timeout_invalid",
+            f"editor timeout {value:g} s is outside {MIN_TIMEOUT:g}-{MAX_TIMEOUT:g} seconds",
+        )
+    return value
+
+
+def _filter_schemas(raw: Any) -> dict[str, dict[str, Any]]:
+    """Keep the allowlisted entries of Rose's ``schemas()`` list, keyed by name."""
+    if isinstance(raw, dict) and not raw:
+        raw = []
+    if not isinstance(raw, list):
+        raise editor_error(
+            "editor_protocol", "rose.tools.schemas() did not return a list of tool schemas"
+        )
+    kept: dict[str, dict[str, Any]] = {}
+    for entry in raw:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise editor_error(
+                "editor_protocol", "a rose.tools.schemas() entry has no string 'name'"
+            )
+        name = entry["name"]
+        if name not in EDITOR_TOOLS:
+            continue  # not on the allowlist (including file_read/file_write): never exposed
+        description = entry.get("description", "")
+        schema = entry.get("inputSchema", {})
+        if not isinstance(description, str) or not isinstance(schema, dict):
+            raise editor_error("editor_protocol", f"the rose.tools schema of {name} is malformed")
+        if name == "editor_debug":
+            schema = copy.deepcopy(_DEBUG_STATUS_SCHEMA)
+            description = (description + " (status only through Flow)").strip()
+        elif schema.get("properties") == []:
+            schema = {**schema, "properties": {}}  # an empty Lua table decodes as a list
+        kept[name] = {
+            "name": name,
+            "description": description,
+            "inputSchema": schema,
+            "readOnly": name in READ_ONLY_EDITOR_TOOLS,
+        }
+    return kept
+
+
+def _unwrap(name: str, reply: Any, *, refusals: frozenset[str] = frozenset()) -> Any:
+    """Decode one ``call()`` reply: ``{ok=true, result=...}`` or ``{ok=false, error=...}``."""
+    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+        raise editor_error(
+            "editor_protocol", f"Rose's reply to {name} is not an {{ok, result|error}} object"
+        )
+    if reply["ok"]:
+        if "result" not in reply:
+            raise editor_error(
+                "editor_protocol", f"Rose's reply to {name} says ok but has no result"
+            )
+        return reply["result"]
+    error = reply.get("error")
+    if not isinstance(error, dict):
+        raise editor_error(
+            "editor_protocol", f"Rose's reply to {name} says not ok but has no error object"
+        )
+    code = error.get("code")
+    message = error.get("message", "")
+    if not isinstance(code, str) or not isinstance(message, str):
+        raise editor_error(
+            "editor_protocol", f"Rose's error for {name} lacks a string code or message"
+        )
+    if code == "workspace_mismatch":
+        raise editor_error("editor_workspace_mismatch", f"Rose refused {name}: {message}")
+    if code in refusals:
+        raise editor_error("editor_refused", f"Rose refused {name} [{code}]: {message}")
+    raise editor_error("editor_tool_error", f"Rose's {name} failed [{code}]: {message}")
+
+
+def _realpath(path: str) -> str:
+    return os.path.realpath(path)
+
+
+class RoseBridge:
+    """flow-core's ``EditorBridge`` implemented over Rose's ``rose.tools`` module.
+
+    Build it with ``RoseBridge.connect``. Every request runs on one worker thread that owns the
+    pynvim connection and is bounded by the editor request timeout (seconds). Any failure
+    (unavailable editor, timeout, workspace mismatch, missing freshness field, refusal) raises
+    ``flow_core.EditorError`` with a code from ``flow_rose.EDITOR_ERROR_CODES``; nothing ever
+    falls back to direct disk I/O.
+    """
+
+    def __init__(
+        self, connection: Connection, workspace: str, schemas: dict[str, dict[str, Any]]
+    ) -> None:
+        """Internal: use ``RoseBridge.connect``."""
+        self._conn = connection
+        self._workspace = workspace
+        self._schemas = schemas
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        socket_path: str | os.PathLike[str],
+        *,
+        workspace: str | os.PathLike[str],
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Self:
+        """Attach to Rose over a private Neovim socket.
+
+        Order: the timeout is range-checked; the socket is validated (``validate_socket``)
+        before anything connects; the worker thread connects; Rose's schemas are discovered
+        and filtered to ``EDITOR_TOOLS``; ``editor_context`` is called once and Rose's
+        resolved workspace must equal ``workspace`` (both resolved with ``realpath``) and its
+        freshness v1 fields must all be present.
+
+        Args:
+            socket_path: absolute path of Neovim's listening Unix socket (``--nvim``).
+            workspace: Flow's workspace root.
+            timeout: the editor request timeout in seconds, 0.1 to 660 (default 120). It
+                bounds connecting and every later request separately.
+
+        Returns:
+            A connected bridge. Close it (or use it as a context manager).
+
+        Raises:
+            EditorError: ``editor_timeout_invalid``, ``editor_socket_tcp``,
+                ``editor_socket_invalid``, ``editor_socket_public``, ``editor_unavailable``,
+                ``editor_timeout``, ``editor_protocol``, ``editor_workspace_mismatch`` or
+                ``editor_freshness_missing``.
+        """
+        seconds = _check_timeout(timeout)
+        sock = validate_socket(socket_path)
+        flow_workspace = _realpath(os.fspath(workspace))
+        conn = Connection(str(sock), seconds)
+        try:
+            schemas = _filter_schemas(conn.schemas())
+            if "editor_context" not in schemas:
+                raise editor_error(
+                    "editor_protocol",
+                    "Rose does not offer editor_context, which the freshness API v1 needs",
+                )
+            bridge = cls(conn, flow_workspace, schemas)
+            context = bridge._context()
+            _parse_freshness(context)
+        except BaseException:
+            conn.close()
+            raise
+        return bridge
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- EditorBridge ---------------------------------------------------------------------
+
+    @property
+    def timeout(self) -> float:
+        """The editor request timeout, in seconds."""
+        return self._conn.timeout
+
+    def workspace(self) -> str:
+        """Rose's resolved workspace root (absolute; equal to Flow's after ``realpath``)."""
+        return self._workspace
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        """Every allowlisted tool Rose offered: ``{"name", "description", "inputSchema",
+        "readOnly"}``, sorted by name (copies; ``editor_debug`` is status only)."""
+        return [copy.deepcopy(self._schemas[n]) for n in sorted(self._schemas)]
+
+    def tool_schemas_for(self, role: Role) -> list[dict[str, Any]]:
+        """The tool schemas one role may see: planner and reviewer only the read-only ones,
+        the coder also editor_lint and editor_check."""
+        return [s for s in self.tool_schemas() if role == "coder" or s["readOnly"]]
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, role: Role | None = None
+    ) -> dict[str, Any]:
+        """Call one allowlisted editor tool that Rose offered at attach.
+
+        Args:
+            name: a name from ``tool_schemas()``.
+            arguments: the tool's JSON object arguments.
+            role: when given, lint and check are refused for the planner and reviewer.
+
+        Returns:
+            Rose's result object (a non-object result is wrapped as ``{"result": value}``).
+
+        Raises:
+            EditorError: ``editor_tool_unknown`` (not allowlisted or not offered),
+                ``editor_tool_denied`` (file_read/file_write, a role without the tool,
+                an editor_debug action other than status), ``editor_arguments_invalid``,
+                ``editor_tool_error`` (Rose reported an error), or connection errors.
+        """
+        if name in _FILE_TOOLS:
+            raise editor_error(
+                "editor_tool_denied",
+                f"{name} is reserved for Flow's own validated file tools, not a model tool",
+            )
+        if name not in EDITOR_TOOLS:
+            raise editor_error("editor_tool_unknown", f"{name!r} is not an allowed editor tool")
+        if name not in self._schemas:
+            raise editor_error("editor_tool_unknown", f"Rose did not offer {name} at attach")
+        if role is not None and role != "coder" and name not in READ_ONLY_EDITOR_TOOLS:
+            raise editor_error(
+                "editor_tool_denied", f"the {role} role is read-only and cannot call {name}"
+            )
+        if not isinstance(arguments, Mapping):
+            raise editor_error(
+                "editor_arguments_invalid", f"arguments for {name} must be a JSON object"
+            )
+        if name == "editor_debug":
+            action = arguments.get("action", "status")
+            if action != "status":
+                raise editor_error(
+                    "editor_tool_denied",
+                    f"editor_debug action {action!r} is not available; only 'status' is",
+                )
+            arguments = {"action": "status"}
+        result = _unwrap(name, self._conn.call(name, arguments))
+        if isinstance(result, dict):
+            return result
+        return {"result": result}
+
+    def read_file(self, rel: str) -> str:
+        """Buffer-aware read through Rose's ``file_read``.
+
+        Flow has already validated ``rel`` (path, trust, role, size, protected files).
+
+        Args:
+            rel: workspace-relative, ``/``-separated path.
+
+        Returns:
+            The text Rose reports (a loaded buffer's text, else the file on disk).
+
+        Raises:
+            EditorError: ``editor_workspace_mismatch`` when the result's workspace is not
+                Flow's, ``editor_tool_error`` (e.g. not found), ``editor_protocol``, or
+                connection errors.
+        """
+        result = self._file_call("file_read", {"path": rel, "workspace": self._workspace}, rel)
+        text = result.get("text")
+        if not isinstance(text, str):
+            raise editor_error("editor_protocol", f"Rose's file_read of {rel} returned no text")
+        return text
+
+    def write_file(self, rel: str, text: str) -> None:
+        """Buffer-aware write through Rose's ``file_write``.
+
+        Rose refuses when the file's buffer has unsaved changes or is read-only
+        (``editor_refused``, the user's text untouched); a loaded clean buffer is updated to
+        the written text. There is no fallback to writing the disk directly.
+
+        Args:
+            rel: workspace-relative, ``/``-separated path, already validated by Flow.
+            text: the whole new content.
+
+        Raises:
+            EditorError: ``editor_refused``, ``editor_workspace_mismatch``,
+                ``editor_protocol`` (e.g. Rose reports a different byte count),
+                ``editor_tool_error`` or connection errors.
+        """
+        if not isinstance(text, str):
+            raise editor_error("editor_arguments_invalid", "file_write text must be a string")
+        result = self._file_call(
+            "file_write", {"path": rel, "text": text, "workspace": self._workspace}, rel
+        )
+        written = result.get("bytes")
+        expected = len(text.encode("utf-8"))
+        if not isinstance(written, int) or isinstance(written, bool) or written != expected:
+            raise editor_error(
+                "editor_protocol",
+                f"Rose's file_write of {rel} reported {written!r} bytes, expected {expected}",
+            )
+
+    def freshness(self) -> EditorFreshness:
+        """Rose's freshness API v1 state, read from ``editor_context``.
+
+        Returns:
+            Dirty buffers (every modified buffer in the workspace, not only the current one)
+            and the workspace snapshot token.
+
+        Raises:
+            EditorError: ``editor_freshness_missing`` when any v1 field is absent or not v1
+                (fail closed), ``editor_workspace_mismatch``, or connection errors.
+        """
+        return _parse_freshness(self._context())
+
+    def lint(self, paths: Sequence[str]) -> EditorLintResult:
+        """Run Rose's native linter (``editor_lint``) over workspace-relative paths.
+
+        Only ``status == "ok"`` with ``verified`` true, ``error_count == 0``, ``stale`` false
+        and a non-empty covered file list gives ``verified=True``; the covered files are those
+        Rose names that were asked for. A missing LSP stays ``"unavailable"``; a malformed or
+        failed result is ``"error"``; cached diagnostics without a lint run (``verified``
+        false) never verify.
+
+        Args:
+            paths: workspace-relative paths to lint.
+
+        Raises:
+            EditorError: connection errors (unavailable, timeout); Rose's own reported
+                failures come back as ``status="error"`` instead.
+        """
+        wanted = tuple(paths)
+        if "editor_lint" not in self._schemas:
+            return EditorLintResult(
+                status="unavailable",
+                verified=False,
+                files=(),
+                message="Rose does not offer editor_lint",
+            )
+        try:
+            result = _unwrap("editor_lint", self._conn.call("editor_lint", {"paths": wanted}))
+        except Exception as err:
+            code = getattr(err, "code", "")
+            if code not in {"editor_tool_error", "editor_protocol"}:
+                raise
+            return EditorLintResult(status="error", verified=False, files=(), message=str(err))
+        return _lint_result(result, wanted)
+
+    def close(self) -> None:
+        """Close the connection on its worker thread (idempotent)."""
+        self._conn.close()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _context(self) -> dict[str, Any]:
+        result = _unwrap("editor_context", self._conn.call("editor_context", {}))
+        if not isinstance(result, dict):
+            raise editor_error("editor_protocol", "Rose's editor_context result is not an object")
+        self._check_workspace("editor_context", result)
+        return result
+
+    def _file_call(self, name: str, arguments: dict[str, Any], rel: str) -> dict[str, Any]:
+        result = _unwrap(name, self._conn.call(name, arguments), refusals=_REFUSAL_CODES)
+        if not isinstance(result, dict):
+            raise editor_error("editor_protocol", f"Rose's {name} result is not an object")
+        self._check_workspace(name, result)
+        if result.get("path") != rel:
+            raise editor_error(
+                "editor_protocol",
+                f"Rose's {name} answered for {result.get('path')!r}, not for {rel!r}",
+            )
+        return result
+
+    def _check_workspace(self, name: str, result: Mapping[str, Any]) -> None:
+        theirs = result.get("workspace")
+        if not isinstance(theirs, str) or not os.path.isabs(theirs):
+            raise editor_error(
+                "editor_workspace_mismatch",
+                f"Rose's {name} result names no absolute workspace; refusing to continue",
+            )
+        if _realpath(theirs) != self._workspace:
+            raise editor_error(
+                "editor_workspace_mismatch",
+                f"Rose's workspace {theirs!r} is not Flow's workspace {self._workspace!r}; "
+                "start Rose and Flow on the same directory",
+            )
+
+
+def _parse_freshness(context: Mapping[str, Any]) -> EditorFreshness:
+    fresh = context.get("freshness")
+    if not isinstance(fresh, dict):
+        raise editor_error(
+            "editor_freshness_missing", "editor_context has no freshness object (API v1)"
+        )
+    for key in ("api", "dirty_buffers", "snapshot"):
+        if key not in fresh or fresh[key] is None:
+            raise editor_error(
+                "editor_freshness_missing", f"editor_context freshness lacks {key!r} (API v1)"
+            )
+    if fresh["api"] != 1 or isinstance(fresh["api"], bool):
+        raise editor_error(
+            "editor_freshness_missing",
+            f"editor_context freshness is API {fresh['api']!r}; Flow needs API v1",
+        )
+    dirty = fresh["dirty_buffers"]
+    if isinstance(dirty, dict) and not dirty:
+        dirty = []  # an empty Lua table may decode as either
+    if not isinstance(dirty, list) or not all(isinstance(p, str) for p in dirty):
+        raise editor_error(
+            "editor_freshness_missing", "freshness dirty_buffers is not a list of paths"
+        )
+    snapshot = fresh["snapshot"]
+    if not isinstance(snapshot, str) or not snapshot:
+        raise editor_error(
+            "editor_freshness_missing", "freshness snapshot is not a non-empty string"
+        )
+    return EditorFreshness(dirty_buffers=tuple(dirty), snapshot=snapshot)
+
+
+def _lint_result(result: Any, wanted: tuple[str, ...]) -> EditorLintResult:
+    def broken(message: str) -> EditorLintResult:
+        return EditorLintResult(status="error", verified=False, files=(), message=message)
+
+    if not isinstance(result, dict):
+        return broken("Rose's editor_lint result is not an object")
+    status = result.get("status")
+    message = result.get("message", "")
+    message = message if isinstance(message, str) else ""
+    if status not in ("ok", "unavailable", "error"):
+        return broken(f"Rose's editor_lint status {status!r} is unknown")
+    raw_files = result.get("files", [])
+    if isinstance(raw_files, dict) and not raw_files:
+        raw_files = []
+    if not isinstance(raw_files, list) or not all(isinstance(f, str) for f in raw_files):
+        return broken("Rose's editor_lint files is not a list of paths")
+    files = tuple(f for f in dict.fromkeys(raw_files) if f in wanted)
+    if status != "ok":
+        return EditorLintResult(
+            status=status, verified=False, files=files, message=message or f"lint {status}"
+        )
+    verified = result.get("verified")
+    error_count = result.get("error_count")
+    stale = result.get("stale")
+    if not isinstance(verified, bool):
+        return broken("Rose's editor_lint result lacks a boolean 'verified'")
+    if not isinstance(error_count, int) or isinstance(error_count, bool) or error_count < 0:
+        return broken("Rose's editor_lint result lacks a non-negative 'error_count'")
+    if not isinstance(stale, bool):
+        return broken("Rose's editor_lint result lacks a boolean 'stale'")
+    return EditorLintResult(
+        status="ok",
+        verified=verified and error_count == 0 and not stale and bool(files),
+        files=files,
+        error_count=error_count,
+        stale=stale,
+        message=message,
+    )
