@@ -240,8 +240,8 @@ class Tui:
             return self.rt.list_models()
         except BackendError as err:
             self.console.print(
-                f"[red]The model server is not reachable[/]: {escape(err.message)}\n"
-                "Start it (for Ollama: `ollama serve`) or fix [ollama] base_url in your config."
+                "[red]The model server is not reachable[/]: "
+                + escape(f"{err.message} [{err.code}]")
             )
             return None
 
