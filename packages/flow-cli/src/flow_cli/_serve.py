@@ -1,42 +1,37 @@
-"""``flow serve``: hand over to flow-mcp's stdio server with the same arguments.
+"""``flow serve``: hand over to flow-mcp's stdio server with the merged flags.
 
-``flow_mcp`` is imported only here, so no other command pays for it.
+``flow_mcp`` is imported only here, so no other command pays for it. ``flow serve`` and the
+``flow-mcp`` script take the same options; flow-mcp owns stdout (protocol only), the signal
+handling (SIGINT/SIGTERM kill check process groups and close the editor client) and its exit
+codes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from flow_cli._options import CommonOptions
 
 
-def serve_argv(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | None) -> list[str]:
-    """The ``flow-mcp`` argv for the merged flags (same interface as ``flow serve``)."""
-    argv: list[str] = []
-    if opts.workspace is not None:
-        argv += ["--workspace", opts.workspace]
-    if opts.config is not None:
-        argv += ["--config", opts.config]
-    if opts.trusted:
-        argv.append("--trusted")
-    if opts.model is not None:
-        argv += ["--model", opts.model]
-    if nvim is not None:
-        argv += ["--nvim", nvim]
-    if editor_timeout is not None:
-        argv += ["--editor-timeout", repr(editor_timeout)]
-    return argv
-
-
 def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | None) -> int:
-    """Run the MCP server until EOF or a signal; returns its exit code."""
+    """Run the MCP server until EOF or a signal.
+
+    Args:
+        opts: the merged common flags.
+        nvim: Rose's private Neovim socket, or None for no editor bridge.
+        editor_timeout: editor request timeout in seconds (0.1-660), or None for the default.
+
+    Returns:
+        flow-mcp's exit code.
+    """
     import flow_mcp
 
-    entry: Callable[[list[str]], Any] | None = getattr(flow_mcp, "main", None)
-    if entry is None:
-        from flow_mcp.__main__ import main as entry_main
-
-        entry = entry_main
-    code = entry(serve_argv(opts, nvim=nvim, editor_timeout=editor_timeout))
-    return int(code) if code is not None else 0
+    options = flow_mcp.ServerOptions(
+        workspace=opts.workspace,
+        config_file=opts.config,
+        trusted=opts.trusted,
+        model=opts.model,
+        nvim_socket=nvim,
+        editor_timeout=(
+            flow_mcp.EDITOR_TIMEOUT_DEFAULT if editor_timeout is None else editor_timeout
+        ),
+    )
+    return flow_mcp.serve(options)

@@ -1,0 +1,66 @@
+"""``flow serve``: the MCP stdio server behind the same flags, before or after ``serve``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _exchange(env, args: list[str], messages: list[dict]) -> tuple[int, list[dict], str]:
+    stdin = "".join(json.dumps(m) + "\n" for m in messages)
+    proc = subprocess.run(
+        [sys.executable, "-m", "flow_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env.vars,
+        cwd=env.home,
+        timeout=120,
+        check=False,
+    )
+    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    return proc.returncode, replies, proc.stderr
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "flow-cli-test", "version": "0"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["flags-before", "flags-after"])
+def test_serve_answers_flow_status_with_merged_flags(env, workspace: Path, before) -> None:
+    flags = ["--workspace", str(workspace), "--model", "served-model"]
+    args = [*flags, "serve"] if before else ["serve", *flags]
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "flow_status", "arguments": {}},
+    }
+    code, replies, stderr = _exchange(env, args, [INIT, INITIALIZED, call])
+    assert code == 0, stderr
+    by_id = {r.get("id"): r for r in replies}
+    assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
+    report = by_id[2]["result"]["structuredContent"]
+    assert report["kind"] == "status"
+    assert report["workspace"] == str(workspace)
+    assert set(report["models"].values()) == {"served-model"}
+
+
+def test_serve_rejects_an_editor_timeout_out_of_range(env, workspace: Path) -> None:
+    result = env.flow("serve", "--workspace", str(workspace), "--editor-timeout", "1000")
+    assert result.code == 2
+    assert "--editor-timeout" in result.stderr
+    assert result.stdout == ""
