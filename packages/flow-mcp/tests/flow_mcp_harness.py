@@ -1,0 +1,315 @@
+"""Shared fixtures: an isolated config, a loopback fake Ollama, and a raw stdio client."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: Safety net only (never used to wait for something to happen): a test that would otherwise
+#: hang fails after this many seconds.
+DEADLINE_S = 60.0
+
+INIT_PARAMS = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "flow-mcp-tests", "version": "0"},
+}
+
+
+class FakeOllama:
+    """A loopback HTTP server speaking enough of Ollama's ``/api/chat`` for a scripted run.
+
+    Each request is answered from what it contains: a request with ``format`` is the reviewer
+    (approves); a request offering ``write_file`` is the coder (writes ``hello.txt`` once, then
+    says it is done); anything else is the planner.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _reply(self, body: dict[str, Any]) -> None:
+                data = (json.dumps(body) + "\n").encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-ndjson")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._reply({"models": [{"name": "fake-model", "model": "fake-model"}]})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                owner.requests.append(body)
+                if self.path == "/api/show":
+                    self._reply({"details": {}, "capabilities": ["completion", "tools"]})
+                    return
+                self._reply(owner.answer(body))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        messages = body.get("messages", [])
+        tools = {t.get("function", {}).get("name") for t in body.get("tools", [])}
+        message: dict[str, Any] = {"role": "assistant", "content": ""}
+        if body.get("format") is not None:
+            message["content"] = json.dumps(
+                {"approved": True, "summary": "hello.txt is fine", "findings": []}
+            )
+        elif "write_file" in tools:
+            if any(m.get("role") == "tool" for m in messages):
+                message["content"] = "Wrote hello.txt."
+            else:
+                message["tool_calls"] = [
+                    {
+                        "function": {
+                            "name": "write_file",
+                            "arguments": {"path": "hello.txt", "content": "hello\n"},
+                        }
+                    }
+                ]
+        else:
+            message["content"] = "1. Create hello.txt containing hello."
+        return {
+            "model": body.get("model", "fake-model"),
+            "message": message,
+            "done": True,
+            "done_reason": "stop",
+        }
+
+    def __enter__(self) -> FakeOllama:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def fake_ollama() -> Iterator[FakeOllama]:
+    with FakeOllama() as server:
+        yield server
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+def write_config(
+    tmp_path: Path,
+    workspace: Path,
+    base_url: str,
+    checks: dict[str, list[str]] | None = None,
+) -> Path:
+    """An operator config with the given checks (every one required lint over all files)."""
+    lines = [
+        f"workspace_dir = {json.dumps(str(workspace))}",
+        "[ollama]",
+        f"base_url = {json.dumps(base_url)}",
+        'model = "fake-model"',
+        "timeout = 30",
+        "[agent]",
+        "max_iterations = 4",
+        "max_cycles = 1",
+    ]
+    for name, argv in (checks or {"ok": [sys.executable, "-c", "print('ok')"]}).items():
+        lines += [
+            f"[checks.{name}]",
+            f"cmd = {json.dumps(argv)}",
+            "timeout = 30000",
+            "required = true",
+            'kind = "lint"',
+            'filetypes = ["*"]',
+        ]
+    path = tmp_path / "operator.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def server_env(tmp_path: Path) -> dict[str, str]:
+    """The environment for a server process: no user config, no proxies."""
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(exist_ok=True)
+    env["XDG_CONFIG_HOME"] = str(xdg)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class RawServer:
+    """``python -m flow_mcp`` on pipes, driven one raw line at a time.
+
+    Every byte read from stdout is kept, so :meth:`assert_stdout_pure` can check that each
+    line is a JSON-RPC 2.0 message.
+    """
+
+    def __init__(self, args: list[str], env: dict[str, str], stderr_path: Path) -> None:
+        self.stderr_path = stderr_path
+        self._stderr = stderr_path.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flow_mcp", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=env,
+        )
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.stdout_fd = self.proc.stdout.fileno()
+        self._buffer = b""
+        self.lines: list[bytes] = []
+
+    # -- writing
+    def send_raw(self, data: bytes) -> None:
+        self.stdin.write(data)
+        self.stdin.flush()
+
+    def send(self, message: Any) -> None:
+        self.send_raw(json.dumps(message).encode() + b"\n")
+
+    def request(self, rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.recv()
+
+    def notify(self, method: str, params: Any = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def initialize(self) -> dict[str, Any]:
+        reply = self.request(0, "initialize", INIT_PARAMS)
+        assert "result" in reply, reply
+        self.notify("notifications/initialized")
+        return reply
+
+    # -- reading
+    def _fill(self, deadline_s: float = DEADLINE_S) -> bool:
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.stdout_fd, selectors.EVENT_READ)
+            if not sel.select(deadline_s):
+                raise AssertionError(f"no output within {deadline_s}s; stderr:\n{self.stderr()}")
+        chunk = os.read(self.stdout_fd, 1 << 20)
+        self._buffer += chunk
+        return bool(chunk)
+
+    def recv_line(self) -> bytes | None:
+        """The next stdout line, or None at EOF."""
+        while b"\n" not in self._buffer:
+            if not self._fill():
+                return None
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        self.lines.append(line)
+        return line
+
+    def recv(self) -> dict[str, Any]:
+        """The next message that is not a notification."""
+        while True:
+            line = self.recv_line()
+            assert line is not None, f"stdout closed; stderr:\n{self.stderr()}"
+            msg = json.loads(line)
+            if "id" in msg:
+                return msg  # type: ignore[no-any-return]
+
+    def read_to_eof(self) -> None:
+        while self.recv_line() is not None:
+            pass
+        assert self._buffer == b"", f"trailing bytes without newline: {self._buffer!r}"
+
+    # -- ending
+    def close_stdin(self) -> None:
+        if not self.stdin.closed:
+            self.stdin.close()
+
+    def wait(self) -> int:
+        return self.proc.wait(timeout=DEADLINE_S)
+
+    def stderr(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def assert_stdout_pure(self) -> None:
+        for line in self.lines:
+            msg = json.loads(line)
+            assert isinstance(msg, dict), line
+            assert msg.get("jsonrpc") == "2.0", line
+            assert ("id" in msg) != ("method" in msg) or "method" in msg, line
+            if "id" in msg:
+                assert ("result" in msg) != ("error" in msg), line
+
+    def finish(self) -> int:
+        """Close stdin, read stdout to EOF, check purity and return the exit code."""
+        self.close_stdin()
+        self.read_to_eof()
+        code = self.wait()
+        self.assert_stdout_pure()
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=DEADLINE_S)
+        self.close_stdin()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        self._stderr.close()
+
+
+ServerFactory = Callable[..., RawServer]
+
+
+@pytest.fixture
+def start_server(
+    tmp_path: Path, workspace: Path, fake_ollama: FakeOllama
+) -> Iterator[ServerFactory]:
+    """Start ``python -m flow_mcp --config <operator.toml> [extra args]`` on raw pipes."""
+    started: list[RawServer] = []
+
+    def start(
+        *extra: str,
+        checks: dict[str, list[str]] | None = None,
+        config: bool = True,
+    ) -> RawServer:
+        args: list[str] = []
+        if config:
+            cfg = write_config(tmp_path, workspace, fake_ollama.base_url, checks)
+            args += ["--config", str(cfg)]
+        server = RawServer(
+            [*args, *extra], server_env(tmp_path), tmp_path / f"stderr-{len(started)}.log"
+        )
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()
