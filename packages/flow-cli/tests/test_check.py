@@ -173,3 +173,47 @@ def test_signal_during_long_check_kills_its_group(env, h, tmp_path, workspace, s
     assert report["ok"] is False
     assert _gone(pid), "the check process group survived"
     assert _gone(grandchild), "a process in the check's group survived"
+
+
+def test_progress_is_silent_when_stderr_is_not_a_terminal(env, h, tmp_path, workspace) -> None:
+    cfg = _config(h, tmp_path, workspace, h.check_table("quiet", PASS))
+    result = env.flow("check", "--config", str(cfg), "--trusted")
+    assert result.code == 0
+    assert result.stderr == ""
+
+
+def test_live_progress_on_a_terminal_stderr(env, h, tmp_path, workspace) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    go = tmp_path / "go"
+    started = tmp_path / "started"
+    # The check announces itself, then waits (bounded) until the test has seen the live view.
+    script = (
+        "import pathlib, time\n"
+        f"pathlib.Path({str(started)!r}).write_text('1')\n"
+        "end = time.monotonic() + 60\n"
+        f"while not pathlib.Path({str(go)!r}).exists() and time.monotonic() < end:\n"
+        "    time.sleep(0.02)\n"
+    )
+    cfg = _config(h, tmp_path, workspace, h.check_table("waits", [sys.executable, "-c", script]))
+    out = tmp_path / "report.json"
+    command = f"{sys.executable} -m flow_cli check --config {cfg} --trusted > {out}; echo EXIT=$?"
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", command],
+        env={**env.vars, "TERM": "xterm-256color"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 120),
+    )
+    try:
+        child.expect("waits running")  # stderr is the terminal: the live view draws there
+        assert started.exists()
+        go.write_text("1")
+        child.expect("EXIT=0")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    import json
+
+    report = json.loads(out.read_text())
+    assert report["status"] == "passed"

@@ -22,12 +22,12 @@ def divide(a: float, b: float) -> float:
     """Divide a by b."""
     return a / b
 '''
-TESTS = '''from mathlib import divide
+TESTS = """from mathlib import divide
 
 
 def test_divide() -> None:
     assert divide(6, 3) == 2
-'''
+"""
 
 
 def _readme_config(workspace: Path) -> str:
