@@ -86,6 +86,22 @@ class Editor:
         self.proc.wait(timeout=10)
 
 
+def close_nvim(user: Any) -> None:
+    """Close a test pynvim connection so its socket is closed now, not at garbage collection.
+
+    (pynvim closes its event loop before the transport's socket close has run.)
+    """
+    pynvim_loop = user._session.loop
+    aio = getattr(pynvim_loop, "_loop", None)
+    transport = getattr(pynvim_loop, "_transport", None)
+    if transport is not None and aio is not None and not aio.is_closed():
+        transport.close()
+        aio.call_soon(aio.stop)
+        aio.run_forever()
+    with contextlib.suppress(Exception):
+        user.close()
+
+
 def _connect_with_retries(sock: Path, proc: subprocess.Popen[bytes]) -> Any:
     """Attach as soon as Neovim listens; bounded by a deadline, not a fixed sleep."""
     deadline = time.monotonic() + START_DEADLINE_S
@@ -134,8 +150,7 @@ def editor() -> Iterator[Editor]:
         yield Editor(proc=proc, root=root, socket=sock, workspace=workspace, user=user)
     finally:
         if user is not None:
-            with contextlib.suppress(Exception):
-                user.close()
+            close_nvim(user)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)

@@ -16,12 +16,15 @@ thread-safe call and the connection is closed for good (its state is unknown); i
 the pending request fails at once with a connection error.
 
 What is sent: only ``nvim_exec_lua`` requests carrying one of two constant Lua strings, built in
-exactly one place (``_send``). pynvim's higher-level ``Nvim`` object is not used, so not even
-its ``nvim_get_api_info`` handshake is sent.
+exactly one place (``_send``). The bridge uses pynvim's msgpack-rpc ``Session`` directly, not its
+higher-level ``Nvim`` object, so not even the ``nvim_get_api_info`` handshake is sent; the one
+other message on the wire is the ``nvim_set_client_info`` notification pynvim sends when the
+session opens (it names the client; it runs no Lua, command or keys).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import queue
@@ -232,8 +235,7 @@ class Connection:
         finally:
             self._loop = None
             if session is not None:
-                with contextlib.suppress(Exception):  # closing a dead connection may fail
-                    session.close()
+                _close_session(session)
             self._fail_pending()
 
     def _fail_pending(self) -> None:
@@ -246,6 +248,32 @@ class Connection:
                 job.future.set_exception(
                     _error("editor_unavailable", "the editor connection was closed")
                 )
+
+
+def _close_session(session: _Session) -> None:
+    """Close a pynvim session so that its socket is really closed (on the worker thread).
+
+    pynvim's own ``close`` closes the asyncio transport and then the event loop at once, so the
+    transport's scheduled socket close never runs and the socket leaks until garbage
+    collection (with a ``ResourceWarning``). When pynvim's asyncio loop is recognisable, the
+    transport is closed first and the loop is given the one turn that closes the socket; any
+    other pynvim layout falls back to the plain ``close``.
+    """
+    pynvim_loop = session.loop
+    aio = getattr(pynvim_loop, "_loop", None)
+    transport = getattr(pynvim_loop, "_transport", None)
+    with contextlib.suppress(Exception):
+        if (
+            isinstance(aio, asyncio.AbstractEventLoop)
+            and isinstance(transport, asyncio.BaseTransport)
+            and not aio.is_closed()
+            and not aio.is_running()
+        ):
+            transport.close()
+            aio.call_soon(aio.stop)
+            aio.run_forever()
+    with contextlib.suppress(Exception):  # closing a dead connection may fail; it is gone
+        session.close()
 
 
 def _error(code: str, message: str, cause: BaseException | None = None) -> EditorError:
