@@ -101,11 +101,11 @@ def _group_members_alive(pgid: int) -> bool:
         except (ProcessLookupError, PermissionError):
             return False
         return True
-    for entry in os.scandir(proc):
-        if not entry.name.isdigit():
-            continue
+    with os.scandir(proc) as entries:
+        pids = [e.name for e in entries if e.name.isdigit()]
+    for pid in pids:
         try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
                 stat = fh.read()
         except OSError:
             continue

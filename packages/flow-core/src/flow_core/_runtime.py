@@ -469,13 +469,16 @@ class Runtime:
 
     def _run(self, task: str) -> ReportStatus:
         ws = self._get_workspace()
-        planner = self._run_role(
-            "planner",
-            system=load_skill("planner"),
-            user=f"Task:\n{task}\n\n{self._checks_text()}",
-            toolbox=self._toolbox("planner", ws, cycle=None),
-            cycle=None,
-        )
+        try:
+            planner = self._run_role(
+                "planner",
+                system=load_skill("planner"),
+                user=f"Task:\n{task}\n\n{self._checks_text()}",
+                toolbox=self._toolbox("planner", ws, cycle=None),
+                cycle=None,
+            )
+        except _RunEnded:
+            planner = _RoleOutcome(False, failure="budget_tool_calls")
         if not planner.completed:
             self._verification = self._blocked_verification(
                 [f"planner did not complete: {planner.failure}"], within_budgets=False

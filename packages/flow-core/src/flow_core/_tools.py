@@ -421,8 +421,9 @@ class ToolBox:
             if start > len(lines):
                 return f"[{rel} has only {len(lines)} lines]"
             text = "".join(lines[start - 1 :])
-        if len(text) > MAX_TOOL_OUTPUT_CHARS:
-            shown = text[:MAX_TOOL_OUTPUT_CHARS]
+        room = MAX_TOOL_OUTPUT_CHARS - 100  # leave room for the note below
+        if len(text) > room:
+            shown = text[:room]
             next_line = start + shown.count("\n")
             return shown + f"\n[cut: read again with start_line={next_line} for the rest]"
         return text
