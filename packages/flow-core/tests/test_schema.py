@@ -1,0 +1,31 @@
+"""The shipped report schema equals the model's, and real reports validate against it."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import jsonschema
+
+from flow_core import Report, report_json_schema
+
+
+def shipped() -> dict[str, object]:
+    text = resources.files("flow_core").joinpath("report.schema.json").read_text("utf-8")
+    data: dict[str, object] = json.loads(text)
+    return data
+
+
+def test_shipped_schema_equals_the_model() -> None:
+    # Regenerate with: json.dumps(Report.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    assert shipped() == Report.model_json_schema() == report_json_schema()
+
+
+def test_reports_validate_against_the_shipped_schema() -> None:
+    schema = shipped()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    report = Report(kind="status", ok=True, status="ok", flow_version="0.1.0")
+    jsonschema.validate(report.to_dict(), schema)
+    bad = report.to_dict() | {"status": "great"}
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(bad))
