@@ -195,6 +195,34 @@ def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
         _wait_gone(pid)
 
 
+def test_sigterm_during_a_check_exits_130_without_orphans(env, h, tmp_path, workspace) -> None:
+    import signal
+
+    pidfile = tmp_path / "check.pid"
+    slow = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)",
+    ]
+    cfg = _cfg(h, tmp_path, workspace, checks=h.check_table("slow", slow))
+    child = _spawn(env, "tui", "--config", str(cfg), "--trusted")
+    try:
+        child.expect("flow>")
+        child.sendline("/check")
+        end = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text()):
+            assert time.monotonic() < end, "the check never started"
+            time.sleep(0.02)
+        pid = int(pidfile.read_text())
+        child.kill(signal.SIGTERM)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 130
+    with pytest.raises(ProcessLookupError):
+        _wait_gone(pid)
+
+
 def _wait_gone(pid: int) -> None:
     """Raise ProcessLookupError once ``pid``'s group is gone (zombies count as gone)."""
     import os

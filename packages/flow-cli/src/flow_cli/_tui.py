@@ -111,6 +111,8 @@ class Tui:
         Returns:
             0.
         """
+        from flow_core import FlowError
+
         reader = read or self.console.input
         self.banner()
         while True:
@@ -127,6 +129,8 @@ class Tui:
                     return 0
             except KeyboardInterrupt:
                 self.console.print("[yellow]cancelled[/]")
+            except FlowError as err:
+                self.console.print("[red]error[/]: " + escape(f"{err.message} [{err.code}]"))
 
     def banner(self) -> None:
         """Say where we are and how to get help."""
@@ -364,6 +368,10 @@ def run_tui(opts: CommonOptions) -> int:
 
     Returns:
         0 when the user leaves (/quit or Ctrl-D), 2 when the configuration is invalid.
+
+    Raises:
+        SystemExit: with code 130 on SIGTERM, after the running task's check process groups
+            were killed.
     """
     from flow_cli._commands import say
     from flow_core import ConfigError
@@ -375,7 +383,16 @@ def run_tui(opts: CommonOptions) -> int:
     except ConfigError as err:
         say(f"{err.message} [{err.code}]")
         return 2
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        # Stop a running task (its check process groups are killed), then leave.
+        if tui.runtime is not None:
+            tui.runtime.interrupt()
+        raise SystemExit(130)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         return tui.loop()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         tui.close()
