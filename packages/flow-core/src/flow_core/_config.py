@@ -453,6 +453,18 @@ def _origin_of(dotted: str, origin: Mapping[str, str]) -> str | None:
     return None
 
 
+_EXPECTED = {
+    "tuple": "an array",
+    "list": "an array",
+    "int": "an integer",
+    "bool": "true or false",
+    "float": "a number",
+    "string": "a string",
+    "dict": "a table",
+    "model": "a table",
+    "path": "a string",
+}
+
 _FIXES = {
     "extra_forbidden": "remove it or correct its spelling",
     "missing": "add it",
@@ -498,10 +510,14 @@ def _translate(
                 "before any [table], or pass --workspace"
             )
         elif dotted == "workspace_dir":
+            if kind == "is_instance_of":
+                msg = f"expected a string, not {_type_name(e.get('input'))}"
             fix = "write the absolute path of an existing directory, or pass --workspace"
         elif kind.endswith(("_type", "_parsing")):
             got = _type_name(e.get("input"))
-            fix = f"write a value of the expected type, not {got}"
+            want = _EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"))
+            msg = f"expected {want}" if want else msg
+            fix = f"write {want or 'a value of the expected type'}, not {got}"
         elif dotted in ("ollama.base_url", "openai.base_url"):
             fix = "use a loopback URL such as http://127.0.0.1:PORT"
         else:

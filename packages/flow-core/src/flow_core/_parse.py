@@ -168,12 +168,17 @@ def parse_reply(
         if isinstance(args, str):
             try:
                 decoded = json.loads(args) if args.strip() else {}
-            except json.JSONDecodeError as err:
+            except (ValueError, RecursionError) as err:
+                why = (
+                    f"{err.msg} at character {err.pos}"
+                    if isinstance(err, json.JSONDecodeError)
+                    else "nested too deeply"
+                )
                 issues.append(
                     ReplyIssue(
                         "invalid_arguments",
-                        f"the arguments of {call.name!r} are not valid JSON ({err.msg} at "
-                        f"character {err.pos}); send a JSON object",
+                        f"the arguments of {call.name!r} are not valid JSON ({why}); "
+                        "send a JSON object",
                         call.id,
                     )
                 )
@@ -276,7 +281,7 @@ def _function_tags(body: str) -> list[tuple[str, Any]]:
             continue
         try:
             out.append((name, json.loads(stripped)))
-        except ValueError:
+        except (ValueError, RecursionError):
             out.append((name, stripped))  # left as a string: classified as invalid later
     return out
 
@@ -314,7 +319,7 @@ def _calls_from_json(value: Any) -> list[tuple[str, Any]]:
 def _json_calls(text: str) -> list[tuple[str, Any]]:
     try:
         value = json.loads(text.strip())
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     return _calls_from_json(value)
 
@@ -330,7 +335,7 @@ def _bare_json_calls(content: str) -> Iterator[tuple[int, int, list[tuple[str, A
         tried += 1
         try:
             value, end = decoder.raw_decode(content, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             pos = m.start() + 1
             continue
         got = _calls_from_json(value)

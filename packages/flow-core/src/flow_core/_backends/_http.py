@@ -176,7 +176,7 @@ def _error_text(body: bytes) -> str:
     """The ``error`` field of a JSON error body, else an excerpt of the body."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return excerpt(body)
     if isinstance(data, Mapping):
         err = data.get("error")

@@ -293,9 +293,10 @@ class OllamaBackend:
     def _decode(self, raw: bytes, where: str) -> dict[str, Any]:
         try:
             data = json.loads(raw)
-        except ValueError as err:
+        except (ValueError, RecursionError) as err:
             raise BackendError(
-                f"{self._server} sent malformed JSON in {where}: {err}; "
+                f"{self._server} sent malformed JSON in {where}: {type(err).__name__}: "
+                f"{excerpt(str(err), 120)}; "
                 f"received: {excerpt(raw, 200)}",
                 code="backend_malformed",
             ) from err
@@ -325,7 +326,7 @@ class OllamaBackend:
         if model is not None and err.status == 404:
             try:
                 detail = json.loads(err.body).get("error", "")
-            except (ValueError, AttributeError):
+            except (ValueError, AttributeError, RecursionError):
                 detail = ""
             if isinstance(detail, str) and _says_model_missing(detail):
                 return self._model_missing(model, detail)
@@ -354,6 +355,6 @@ def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
         return arguments
     try:
         decoded = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     return decoded if isinstance(decoded, dict) else {}

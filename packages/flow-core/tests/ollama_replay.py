@@ -1,0 +1,249 @@
+"""A loopback HTTP server that replays responses in Ollama's documented wire format.
+
+Used by the Ollama wire tests (and usable by other packages' tests): it listens on
+127.0.0.1 with an OS-chosen port, runs in a thread, answers each request from a queue of
+canned ``Reply`` objects per ``(method, path)``, and records what it received.
+
+The helpers ``chat_lines`` / ``chat_object`` build bodies shaped like Ollama's ``/api/chat``
+replies: streamed NDJSON fragments ending in a ``"done": true`` line with ``done_reason``,
+durations and token counts, or a single JSON object when ``stream`` is false.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict, deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CREATED_AT = "2025-05-27T22:54:57.641643Z"
+
+
+@dataclass
+class Reply:
+    """One canned HTTP response.
+
+    ``chunks`` are written one by one with chunked transfer encoding (as Ollama streams);
+    ``hold`` (an Event) makes the server wait until it is set before answering, so a test can
+    provoke a client timeout without sleeping.
+    """
+
+    status: int = 200
+    chunks: Sequence[bytes] = ()
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json; charset=utf-8"
+    hold: threading.Event | None = None
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def ndjson(objs: Iterable[Any]) -> list[bytes]:
+    """One chunk per JSON object, each ending in a newline."""
+    return [json.dumps(o).encode() + b"\n" for o in objs]
+
+
+def chat_lines(
+    parts: Sequence[str],
+    *,
+    model: str = "qwen2.5-coder:7b",
+    tool_calls: Sequence[dict[str, Any]] = (),
+    done_reason: str = "stop",
+    prompt_eval_count: int = 26,
+    eval_count: int = 12,
+) -> list[dict[str, Any]]:
+    """The lines of a streamed ``/api/chat`` reply: one per content part, tool calls in their
+    own fragment, then the final statistics line."""
+    out: list[dict[str, Any]] = [
+        {
+            "model": model,
+            "created_at": CREATED_AT,
+            "message": {"role": "assistant", "content": p},
+            "done": False,
+        }
+        for p in parts
+    ]
+    if tool_calls:
+        out.append(
+            {
+                "model": model,
+                "created_at": CREATED_AT,
+                "message": {"role": "assistant", "content": "", "tool_calls": list(tool_calls)},
+                "done": False,
+            }
+        )
+    out.append(
+        {
+            "model": model,
+            "created_at": CREATED_AT,
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": done_reason,
+            "total_duration": 4883583458,
+            "load_duration": 1334875,
+            "prompt_eval_count": prompt_eval_count,
+            "prompt_eval_duration": 342546000,
+            "eval_count": eval_count,
+            "eval_duration": 4535599000,
+        }
+    )
+    return out
+
+
+def chat_object(
+    content: str,
+    *,
+    model: str = "qwen2.5-coder:7b",
+    tool_calls: Sequence[dict[str, Any]] = (),
+    done_reason: str = "stop",
+) -> dict[str, Any]:
+    """A non-streamed ``/api/chat`` reply (``"stream": false``)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = list(tool_calls)
+    return {
+        "model": model,
+        "created_at": CREATED_AT,
+        "message": message,
+        "done": True,
+        "done_reason": done_reason,
+        "total_duration": 5191566416,
+        "load_duration": 2154458,
+        "prompt_eval_count": 26,
+        "prompt_eval_duration": 383809000,
+        "eval_count": 298,
+        "eval_duration": 4799921000,
+    }
+
+
+def tool_call(name: str, arguments: Any) -> dict[str, Any]:
+    """A tool call as Ollama writes it in ``message.tool_calls``."""
+    return {"function": {"name": name, "arguments": arguments}}
+
+
+TAGS = {
+    "models": [
+        {
+            "name": "qwen2.5-coder:7b",
+            "model": "qwen2.5-coder:7b",
+            "modified_at": "2025-05-04T17:37:44.706015396-07:00",
+            "size": 4683075271,
+            "digest": "dae161e27b0e90dd1856c8bb3209201fd6736d8eb66298e75ed87571486f4364",
+            "details": {
+                "parent_model": "",
+                "format": "gguf",
+                "family": "qwen2",
+                "families": ["qwen2"],
+                "parameter_size": "7.6B",
+                "quantization_level": "Q4_K_M",
+            },
+        },
+        {"name": "llama3.2:latest", "model": "llama3.2:latest", "size": 2019393189},
+    ]
+}
+
+SHOW = {
+    "modelfile": '# Modelfile generated by "ollama show"\nFROM qwen2.5-coder:7b\n',
+    "parameters": 'stop "<|im_start|>"\nstop "<|im_end|>"',
+    "template": "{{- if .Messages }}...",
+    "details": {"format": "gguf", "family": "qwen2", "parameter_size": "7.6B"},
+    "model_info": {"general.architecture": "qwen2", "qwen2.context_length": 32768},
+    "capabilities": ["completion", "tools", "insert"],
+}
+
+
+class OllamaReplayServer:
+    """Serve canned replies on 127.0.0.1:<free port> from a background thread.
+
+    Use as a context manager; ``url`` is the base URL, ``queue(method, path, reply)`` adds a
+    reply, ``received`` lists the requests in arrival order. A request with no reply queued
+    gets Ollama's plain-text ``404 page not found``.
+    """
+
+    def __init__(self) -> None:
+        self._replies: dict[tuple[str, str], deque[Reply]] = defaultdict(deque)
+        self._lock = threading.Lock()
+        self.received: list[Received] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body: Any = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw
+                with server._lock:
+                    server.received.append(
+                        Received(self.command, self.path, dict(self.headers.items()), body)
+                    )
+                    queue = server._replies[(self.command, self.path)]
+                    reply = queue.popleft() if queue else None
+                if reply is None:
+                    reply = Reply(404, [b"404 page not found"], content_type="text/plain")
+                if reply.hold is not None:
+                    reply.hold.wait(10)
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for chunk in reply.chunks:
+                        if chunk:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                            self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    # the client stopped reading (size cap, timeout): expected
+                    self.close_connection = True
+
+            do_GET = _handle
+            do_POST = _handle
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        # a short poll interval keeps shutdown() (one per test) fast
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def queue(self, method: str, path: str, reply: Reply) -> None:
+        with self._lock:
+            self._replies[(method, path)].append(reply)
+
+    def queue_json(self, method: str, path: str, obj: Any, status: int = 200) -> None:
+        self.queue(method, path, Reply(status, [json.dumps(obj).encode()]))
+
+    def queue_stream(self, path: str, lines: Iterable[Any]) -> None:
+        self.queue("POST", path, Reply(200, ndjson(lines), content_type="application/x-ndjson"))
+
+    def __enter__(self) -> OllamaReplayServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)

@@ -1,0 +1,585 @@
+"""load_config: sources, merge order, overrides, protected files, and every error class."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import ValidationError
+
+from flow_core import (
+    ChatBackend,
+    CheckConfig,
+    ConfigError,
+    FlowConfig,
+    OllamaBackend,
+    load_config,
+    make_backend,
+    user_config_path,
+)
+
+SEED = """\
+workspace_dir = "{ws}"
+
+[ollama]
+base_url = "http://127.0.0.1:11434"
+model = "qwen2.5-coder:7b"
+timeout = 120 # seconds
+
+[models]
+planner = "planner-model"
+coder = "coder-model"
+
+[agent]
+max_iterations = 6
+max_cycles = 2
+max_tool_calls = 64
+max_context_chars = 100000
+
+[checks.tests]
+cmd = [".venv/bin/python", "-m", "pytest", "-q"]
+timeout = 60000
+required = true
+kind = "test"
+filetypes = ["python"]
+
+[checks.lint]
+cmd = ["ruff", "check", "."]
+timeout = 30000
+kind = "lint"
+filetypes = ["python", ".pyi"]
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    d = tmp_path / "project"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """An environment whose user config dir is empty and whose PATH holds a fake ruff."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    ruff = bindir / "ruff"
+    ruff.write_text("#!/bin/sh\n")
+    ruff.chmod(0o755)
+    return {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "PATH": str(bindir),
+    }
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def op_file(tmp_path: Path, text: str, name: str = "flow-operator.toml") -> Path:
+    return write(tmp_path / "ops" / name, text)
+
+
+def error_of(**kw: object) -> ConfigError:
+    with pytest.raises(ConfigError) as err:
+        load_config(**kw)  # type: ignore[arg-type]
+    return err.value
+
+
+# --- the seed example and defaults -----------------------------------------------------------
+
+
+def test_seed_example_loads(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    venv_python = write(ws / ".venv" / "bin" / "python", "#!/bin/sh\n")
+    venv_python.chmod(0o755)
+    f = op_file(tmp_path, SEED.format(ws=ws))
+    loaded = load_config(config_file=f, environ=env)
+    cfg = loaded.config
+    assert loaded.sources == [str(f)]
+    assert cfg.workspace_dir == ws
+    assert cfg.backend == "ollama"
+    assert cfg.ollama.timeout == 120.0
+    assert cfg.model_for("planner") == "planner-model"
+    assert cfg.model_for("coder") == "coder-model"
+    assert cfg.model_for("reviewer") == "qwen2.5-coder:7b"
+    assert cfg.agent.max_context_chars == 100_000
+    tests, lint = cfg.checks["tests"], cfg.checks["lint"]
+    assert tests.cmd == (".venv/bin/python", "-m", "pytest", "-q")
+    assert (tests.timeout, tests.kind, tests.required, tests.filetypes) == (
+        60_000,
+        "test",
+        True,
+        ("python",),
+    )
+    assert tests.executable == str(venv_python)  # relative to the workspace, symlinks kept
+    assert lint.executable == env["PATH"] + "/ruff"  # found on PATH
+    assert (lint.required, lint.filetypes) == (True, ("python", ".pyi"))
+    assert cfg.protected == ()
+
+
+def test_defaults(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    cfg = load_config(
+        config_file=op_file(tmp_path, f'workspace_dir = "{ws}"\n'), environ=env
+    ).config
+    assert cfg.ollama.base_url == "http://127.0.0.1:11434"
+    assert cfg.ollama.model == "qwen2.5-coder:7b"
+    assert cfg.ollama.timeout == 120
+    assert cfg.ollama.allow_remote is False
+    assert cfg.openai.base_url == "http://127.0.0.1:8080/v1"
+    assert (cfg.agent.max_iterations, cfg.agent.max_cycles, cfg.agent.max_tool_calls) == (6, 2, 64)
+    assert cfg.checks == {}
+    check = CheckConfig(cmd=("true",))
+    assert (check.timeout, check.required, check.kind, check.filetypes) == (
+        60_000,
+        True,
+        "check",
+        (),
+    )
+
+
+def test_missing_executable_is_not_a_config_error(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    f = op_file(
+        tmp_path,
+        f'workspace_dir = "{ws}"\n[checks.a]\ncmd = ["no-such-tool"]\n'
+        '[checks.b]\ncmd = ["bin/missing", "x"]\n',
+    )
+    checks = load_config(config_file=f, environ=env).config.checks
+    assert checks["a"].executable is None
+    assert checks["b"].executable is None
+
+
+def test_check_snapshot_is_frozen(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    cfg = load_config(config_file=op_file(tmp_path, SEED.format(ws=ws)), environ=env).config
+    with pytest.raises(ValidationError):
+        cfg.checks["lint"].cmd = ("rm", "-rf", "/")  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        cfg.workspace_dir = Path("/")  # type: ignore[misc]
+    assert isinstance(cfg.checks["lint"].cmd, tuple)
+
+
+def test_direct_construction_records_executables(ws: Path) -> None:
+    cfg = FlowConfig(workspace_dir=ws, checks={"t": CheckConfig(cmd=("sh", "-c", "true"))})
+    assert cfg.checks["t"].executable is not None
+    assert os.path.isabs(cfg.checks["t"].executable)
+
+
+def test_model_for(ws: Path) -> None:
+    cfg = FlowConfig.model_validate(
+        {"workspace_dir": str(ws), "backend": "openai", "openai": {"model": "smol"}}
+    )
+    assert cfg.model_for("coder") == "smol"
+    with pytest.raises(ValueError, match="unknown role"):
+        cfg.model_for("admin")
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+
+def test_user_config_path(tmp_path: Path) -> None:
+    assert user_config_path({"XDG_CONFIG_HOME": "/x", "HOME": "/h"}) == Path("/x/flow/config.toml")
+    assert user_config_path({"HOME": "/h"}) == Path("/h/.config/flow/config.toml")
+    assert user_config_path({"XDG_CONFIG_HOME": "", "HOME": "/h"}) == Path(
+        "/h/.config/flow/config.toml"
+    )
+    # the XDG spec says relative values are ignored
+    assert user_config_path({"XDG_CONFIG_HOME": "rel", "HOME": "/h"}) == Path(
+        "/h/.config/flow/config.toml"
+    )
+
+
+def test_user_file_alone(ws: Path, env: dict[str, str]) -> None:
+    user = write(Path(env["XDG_CONFIG_HOME"]) / "flow" / "config.toml", f'workspace_dir = "{ws}"\n')
+    loaded = load_config(environ=env)
+    assert loaded.sources == [str(user)]
+    assert loaded.config.workspace_dir == ws
+
+
+def test_user_file_under_home_when_xdg_unset(ws: Path, env: dict[str, str]) -> None:
+    del env["XDG_CONFIG_HOME"]
+    user = write(
+        Path(env["HOME"]) / ".config" / "flow" / "config.toml", f'workspace_dir = "{ws}"\n'
+    )
+    assert load_config(environ=env).sources == [str(user)]
+
+
+def test_no_user_file_and_no_workspace(env: dict[str, str]) -> None:
+    err = error_of(environ=env)
+    assert "workspace_dir" in str(err)
+    assert "--workspace" in str(err)
+
+
+def test_order_user_then_explicit_then_overrides(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    user = write(
+        Path(env["XDG_CONFIG_HOME"]) / "flow" / "config.toml",
+        f'workspace_dir = "{other}"\n'
+        '[ollama]\nmodel = "user-model"\ntimeout = 30\n'
+        "[agent]\nmax_cycles = 5\nmax_tool_calls = 10\n"
+        '[checks.tests]\ncmd = ["pytest"]\nkind = "lint"\nfiletypes = ["python"]\n'
+        '[checks.user_only]\ncmd = ["make"]\n',
+    )
+    explicit = op_file(
+        tmp_path,
+        f'workspace_dir = "{ws}"\n[ollama]\ntimeout = 90\n[agent]\nmax_cycles = 3\n'
+        '[checks.tests]\ncmd = ["pytest", "-q"]\n',
+    )
+    loaded = load_config(config_file=explicit, environ=env)
+    cfg = loaded.config
+    assert loaded.sources == [str(user), str(explicit)]
+    assert cfg.workspace_dir == ws  # explicit wins
+    assert cfg.ollama.model == "user-model"  # kept from the user file (key by key)
+    assert cfg.ollama.timeout == 90
+    assert (cfg.agent.max_cycles, cfg.agent.max_tool_calls) == (3, 10)
+    # a check is replaced whole: nothing of the user's "tests" survives
+    assert cfg.checks["tests"] == CheckConfig(cmd=("pytest", "-q"), executable=None)
+    assert cfg.checks["user_only"].cmd == ("make",)
+
+    over = load_config(config_file=explicit, environ=env, workspace=other, model="cli-model")
+    assert over.config.workspace_dir == other
+    for role in ("planner", "coder", "reviewer"):
+        assert over.config.model_for(role) == "cli-model"
+    assert over.config.ollama.model == "cli-model"
+    assert over.config.openai.model == "cli-model"
+
+
+def test_model_override_beats_models_table(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, SEED.format(ws=ws))
+    cfg = load_config(config_file=f, environ=env, model="m2").config
+    assert {cfg.model_for(r) for r in ("planner", "coder", "reviewer")} == {"m2"}
+
+
+def test_empty_model_override(ws: Path, env: dict[str, str]) -> None:
+    assert "--model" in str(error_of(environ=env, workspace=ws, model=" "))
+
+
+def test_relative_workspace_override_is_resolved_against_cwd(
+    ws: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ws)
+    assert load_config(environ=env, workspace=".").config.workspace_dir == ws
+    monkeypatch.chdir(ws.parent)
+    assert load_config(environ=env, workspace="project").config.workspace_dir == ws
+
+
+def test_workspace_config_files_are_never_read(ws: Path, env: dict[str, str]) -> None:
+    write(ws / "config.toml", '[ollama]\nbase_url = "http://203.0.113.9"\nallow_remote = true\n')
+    write(ws / ".flow.toml", "this is not toml [")
+    write(ws / "flow" / "config.toml", "[agent]\nmax_cycles = 99\n")
+    loaded = load_config(environ=env, workspace=ws)
+    assert loaded.sources == []
+    assert loaded.config.ollama.base_url == "http://127.0.0.1:11434"
+    assert loaded.config.agent.max_cycles == 2
+
+
+def test_explicit_file_must_exist(tmp_path: Path, env: dict[str, str]) -> None:
+    err = error_of(config_file=tmp_path / "nope.toml", environ=env)
+    assert err.code == "config_not_found"
+    assert "nope.toml" in str(err)
+    assert "does not exist" in str(err)
+    err = error_of(config_file=tmp_path, environ=env)
+    assert err.code == "config_not_found"
+
+
+def test_relative_explicit_file_is_taken_from_cwd(
+    tmp_path: Path, ws: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n')
+    monkeypatch.chdir(f.parent)
+    assert load_config(config_file=f.name, environ=env).sources == [str(f)]
+
+
+# --- protected operator files ----------------------------------------------------------------
+
+
+def test_operator_file_inside_workspace_is_protected(ws: Path, env: dict[str, str]) -> None:
+    f = write(ws / "flow-operator.toml", f'workspace_dir = "{ws}"\n')
+    nested = write(ws / "ops" / "flow.toml", f'workspace_dir = "{ws}"\n')
+    assert load_config(config_file=f, environ=env).config.protected == ("flow-operator.toml",)
+    assert load_config(config_file=nested, environ=env).config.protected == ("ops/flow.toml",)
+
+
+def test_user_file_inside_workspace_is_protected(tmp_path: Path, env: dict[str, str]) -> None:
+    user = write(Path(env["XDG_CONFIG_HOME"]) / "flow" / "config.toml", "")
+    cfg = load_config(environ=env, workspace=tmp_path).config
+    assert cfg.protected == (user.relative_to(tmp_path).as_posix(),)
+
+
+def test_operator_file_outside_is_not_protected(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n')
+    assert load_config(config_file=f, environ=env).config.protected == ()
+
+
+def test_protected_through_a_symlinked_workspace(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(ws)
+    f = write(ws / "flow.toml", f'workspace_dir = "{link}"\n')
+    assert load_config(config_file=f, environ=env).config.protected == ("flow.toml",)
+
+
+# --- errors: each names the file, the dotted key and the fix ---------------------------------
+
+
+def test_workspace_dir_after_a_table(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'[ollama]\nmodel = "m"\nworkspace_dir = "{ws}"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert str(f) in msg
+    assert "ollama.workspace_dir" in msg
+    assert "move" in msg
+    assert "above the first" in msg
+
+
+def test_workspace_dir_after_a_check_table(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'[checks.t]\ncmd = ["x"]\nworkspace_dir = "{ws}"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert "checks.t.workspace_dir" in msg
+    assert "above the first" in msg
+
+
+def test_toml_syntax_error_names_file_and_line(tmp_path: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, 'workspace_dir = "/tmp"\n\n[agent\nmax_cycles = 2\n')
+    err = error_of(config_file=f, environ=env)
+    assert err.code == "config_syntax"
+    assert str(f) in str(err)
+    assert "line 3" in str(err)
+
+
+def test_not_utf8(tmp_path: Path, env: dict[str, str]) -> None:
+    f = tmp_path / "latin1.toml"
+    f.write_bytes('workspace_dir = "/tmp/caf\xe9"\n'.encode("latin-1"))
+    err = error_of(config_file=f, environ=env)
+    assert err.code == "config_syntax"
+    assert "UTF-8" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "hint"),
+    [
+        ("colour = 1\n", "colour", "unknown key"),
+        ('[ollama]\nmodle = "x"\n', "ollama.modle", "base_url, model, timeout"),
+        ("[agent]\nmax_turns = 3\n", "agent.max_turns", "max_iterations"),
+        ('[checks.t]\ncmd = ["x"]\nargs = ["-q"]\n', "checks.t.args", "unknown key"),
+        ("[plugins]\nx = 1\n", "plugins", "unknown key"),
+    ],
+)
+def test_unknown_keys(
+    tmp_path: Path, ws: Path, env: dict[str, str], body: str, key: str, hint: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n' + body)
+    msg = str(error_of(config_file=f, environ=env))
+    assert f"{f}: {key}: " in msg
+    assert hint in msg
+    assert "fix:" in msg
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ('[agent]\nmax_iterations = "6"\n', "agent.max_iterations"),
+        ("[agent]\nmax_cycles = 2.5\n", "agent.max_cycles"),
+        ('[ollama]\nallow_remote = "yes"\n', "ollama.allow_remote"),
+        ('[ollama]\ntimeout = "120"\n', "ollama.timeout"),
+        ("[ollama]\nmodel = 7\n", "ollama.model"),
+        ('[checks.t]\ncmd = "pytest -q"\n', "checks.t.cmd"),
+        ('[checks.t]\ncmd = ["pytest", 1]\n', "checks.t.cmd.1"),
+        ('[checks.t]\ncmd = ["x"]\nrequired = 1\n', "checks.t.required"),
+        ('[checks.t]\ncmd = ["x"]\ntimeout = 1.5\n', "checks.t.timeout"),
+        ('[checks.t]\ncmd = ["x"]\nfiletypes = "python"\n', "checks.t.filetypes"),
+        ('backend = "anthropic"\n', "backend"),
+        ('[checks.t]\ncmd = ["x"]\nkind = "unit"\n', "checks.t.kind"),
+    ],
+)
+def test_wrong_types_and_values(
+    tmp_path: Path, ws: Path, env: dict[str, str], body: str, key: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n' + body)
+    err = error_of(config_file=f, environ=env)
+    assert err.code == "config_invalid"
+    assert f"{f}: {key}: " in str(err)
+    assert "fix:" in str(err)
+
+
+def test_not_a_table(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    for body, key in (('ollama = "x"\n', "ollama"), ("[checks]\ntests = 1\n", "checks.tests")):
+        f = op_file(tmp_path, f'workspace_dir = "{ws}"\n' + body)
+        msg = str(error_of(config_file=f, environ=env))
+        assert f"{key}: expected a table" in msg
+
+
+@pytest.mark.parametrize(
+    ("workspace", "problem"),
+    [("relative/dir", "relative"), ("/no/such/dir/anywhere", "does not exist")],
+)
+def test_bad_workspace_in_file(
+    tmp_path: Path, env: dict[str, str], workspace: str, problem: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{workspace}"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert f"{f}: workspace_dir: " in msg
+    assert problem in msg
+    assert "absolute path" in msg
+
+
+def test_workspace_that_is_a_file(tmp_path: Path, env: dict[str, str]) -> None:
+    plain = write(tmp_path / "file.txt", "x")
+    f = op_file(tmp_path, f'workspace_dir = "{plain}"\n')
+    assert "not a directory" in str(error_of(config_file=f, environ=env))
+    assert "--workspace" in str(error_of(environ=env, workspace=plain))
+
+
+@pytest.mark.parametrize(
+    ("table", "url"),
+    [
+        ("ollama", "http://192.168.1.10:11434"),
+        ("ollama", "http://ollama.internal:11434"),
+        ("openai", "https://api.example.com/v1"),
+        ("ollama", "http://0.0.0.0:11434"),
+    ],
+)
+def test_remote_url_needs_allow_remote(
+    tmp_path: Path, ws: Path, env: dict[str, str], table: str, url: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[{table}]\nbase_url = "{url}"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert f"{f}: {table}.base_url: " in msg
+    assert "allow_remote" in msg
+    allowed = op_file(
+        tmp_path, f'workspace_dir = "{ws}"\n[{table}]\nbase_url = "{url}"\nallow_remote = true\n'
+    )
+    cfg = load_config(config_file=allowed, environ=env).config
+    assert getattr(cfg, table).base_url == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:11434/", "http://127.8.9.10:1", "http://[::1]:11434", "http://localhost:1"],
+)
+def test_loopback_urls(tmp_path: Path, ws: Path, env: dict[str, str], url: str) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[ollama]\nbase_url = "{url}"\n')
+    assert load_config(config_file=f, environ=env).config.ollama.base_url == url.rstrip("/")
+
+
+@pytest.mark.parametrize(
+    ("body", "key", "words"),
+    [
+        ("cmd = []\n", "checks.t.cmd", "at least 1"),
+        ('cmd = ["pytest", ""]\n', "checks.t.cmd", "empty string"),
+        ('cmd = [""]\n', "checks.t.cmd", "empty string"),
+        ("timeout = 1000\n", "checks.t.cmd", "required"),
+        ('cmd = ["x"]\ntimeout = 0\n', "checks.t.timeout", "greater than 0"),
+        ('cmd = ["x"]\ntimeout = -5\n', "checks.t.timeout", "greater than 0"),
+        ('cmd = ["x"]\nfiletypes = [""]\n', "checks.t.filetypes", "empty"),
+    ],
+)
+def test_bad_checks(
+    tmp_path: Path, ws: Path, env: dict[str, str], body: str, key: str, words: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[checks.t]\n' + body)
+    msg = str(error_of(config_file=f, environ=env))
+    assert f"{f}: {key}: " in msg
+    assert words in msg.lower()
+
+
+def test_bad_check_name(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[checks."my check"]\ncmd = ["x"]\n')
+    assert "check name 'my check'" in str(error_of(config_file=f, environ=env))
+
+
+@pytest.mark.parametrize(
+    "key", ["max_iterations", "max_cycles", "max_tool_calls", "max_context_chars"]
+)
+def test_budgets_at_least_one(tmp_path: Path, ws: Path, env: dict[str, str], key: str) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[agent]\n{key} = 0\n')
+    assert f"agent.{key}: " in str(error_of(config_file=f, environ=env))
+
+
+def test_backend_timeout_positive(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[ollama]\ntimeout = 0\n')
+    assert "ollama.timeout" in str(error_of(config_file=f, environ=env))
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        ("protected = []\n", "protected"),
+        ('[checks.t]\ncmd = ["x"]\nexecutable = "/bin/sh"\n', "executable"),
+    ],
+)
+def test_computed_keys_are_refused(
+    tmp_path: Path, ws: Path, env: dict[str, str], body: str, key: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n' + body)
+    msg = str(error_of(config_file=f, environ=env))
+    assert key in msg
+    assert "remove" in msg
+
+
+def test_error_names_the_file_that_set_the_key(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    user = write(Path(env["XDG_CONFIG_HOME"]) / "flow" / "config.toml", "[agent]\nmax_cycles = 0\n")
+    explicit = op_file(tmp_path, f'workspace_dir = "{ws}"\n')
+    msg = str(error_of(config_file=explicit, environ=env))
+    assert msg.startswith(f"{user}: agent.max_cycles: ")
+
+
+def test_several_errors_are_reported_together(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    f = op_file(
+        tmp_path, f'workspace_dir = "{ws}"\n[agent]\nmax_cycles = 0\nmax_tool_calls = "x"\n'
+    )
+    msg = str(error_of(config_file=f, environ=env))
+    assert "agent.max_cycles" in msg
+    assert "agent.max_tool_calls" in msg
+
+
+# --- backend dispatch ------------------------------------------------------------------------
+
+
+def test_make_backend_ollama(ws: Path) -> None:
+    cfg = FlowConfig(workspace_dir=ws)
+    transport = httpx.MockTransport(lambda r: httpx.Response(200, json={"models": [{"name": "x"}]}))
+    backend = make_backend(cfg, transport=transport)
+    assert isinstance(backend, OllamaBackend)
+    assert isinstance(backend, ChatBackend)
+    assert backend.list_models() == ["x"]
+    backend.close()
+
+
+def test_make_backend_openai(ws: Path) -> None:
+    cfg = FlowConfig.model_validate({"workspace_dir": str(ws), "backend": "openai"})
+    transport = httpx.MockTransport(lambda r: httpx.Response(500))
+    if importlib.util.find_spec("flow_core._backends.openai") is None:
+        with pytest.raises(ConfigError, match="not available"):
+            make_backend(cfg, transport=transport)
+    else:
+        backend = make_backend(cfg, transport=transport)
+        assert isinstance(backend, ChatBackend)
+        backend.close()
+
+
+def test_loading_config_does_not_import_httpx(tmp_path: Path, ws: Path) -> None:
+    f = op_file(tmp_path, SEED.format(ws=ws))
+    code = (
+        "import sys, flow_core\n"
+        f"flow_core.load_config(config_file={str(f)!r}, environ={{}})\n"
+        "assert 'httpx' not in sys.modules, 'httpx was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
