@@ -111,3 +111,52 @@ def test_run_needs_a_task(env, workspace) -> None:
     assert result.code == 2
     assert "TASK" in result.stderr
     assert result.json()["kind"] == "run"
+
+
+def test_sigint_during_a_runs_checks(env, h, tmp_path, workspace, fake_ollama) -> None:
+    import os
+    import signal
+    import time
+
+    fake = fake_ollama(scripted())
+    pidfile = tmp_path / "check.pid"
+    slow = [
+        sys.executable,
+        "-c",
+        f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)",
+    ]
+    checks = h.check_table("slow", slow, kind="lint")
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url, checks=checks)
+    proc = env.popen("run", "add a comment", "--config", str(cfg), "--trusted")
+    try:
+        end = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text()):
+            assert time.monotonic() < end, "the check never started"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.02)
+        pid = int(pidfile.read_text())
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    report = json.loads(stdout)
+    assert report["kind"] == "run"
+    assert report["status"] == "interrupted"
+    assert report["verified"] is False
+    end = time.monotonic() + 30
+    while True:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            break
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        assert time.monotonic() < end, "the run's check group survived the interrupt"
+        time.sleep(0.02)
