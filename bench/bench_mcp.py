@@ -177,6 +177,7 @@ def main() -> int:
         sdk_server(args.sdk_server)
         return 0
 
+    load_before = round(os.getloadavg()[0], 2)  # tails (p99) mean little on a busy machine
     with tempfile.TemporaryDirectory(prefix="flow-bench-mcp-") as tmp:
         root = Path(tmp)
         ws = root / "ws"
@@ -201,6 +202,8 @@ def main() -> int:
     result = {
         "benchmark": "mcp_stdio_round_trips",
         "rounds": args.rounds,
+        "cpus": os.cpu_count(),
+        "loadavg_1m_before": load_before,
         "flow_mcp": flow,
         "sdk_lowlevel_server": sdk,
         "speedup_median": ratios,

@@ -127,7 +127,16 @@ class FrameWriter:
         Raises:
             OSError: the client closed its end (``BrokenPipeError``) or another write failure.
         """
-        data = memoryview(encode(message))
+        self.send_bytes(encode(message))
+
+    def send_result_json(self, rid: str | int, result_json: bytes) -> None:
+        """Write a response whose ``result`` is already compact ASCII JSON (no newlines)."""
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(rid, ensure_ascii=True).encode("ascii")
+        self.send_bytes(head + b',"result":' + result_json + b"}\n")
+
+    def send_bytes(self, frame: bytes) -> None:
+        """Write one already-encoded frame (it must end with its single newline)."""
+        data = memoryview(frame)
         with self._lock:
             while data:
                 written = os.write(self._fd, data)

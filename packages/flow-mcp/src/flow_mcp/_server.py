@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -290,6 +291,8 @@ def run_server(
     session = Session(tools, writer, server_version=__version__, instructions=INSTRUCTIONS)
     stop = _Stop()
     session.stop_requested = lambda: stop.code is not None
+    session.prepare()
+    gc.freeze()  # startup objects never need collecting; keeps GC pauses out of round trips
     previous: dict[int, Any] = {}
     if handle_signals:
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -33,6 +33,7 @@ from flow_mcp._framing import (
     FrameReader,
     FrameWriter,
     decode,
+    encode,
 )
 
 LATEST_PROTOCOL_VERSION: Final = "2025-11-25"
@@ -68,6 +69,15 @@ class JsonRpcError(Exception):
         if self.data is not None:
             err["data"] = self.data
         return err
+
+
+class PreEncoded:
+    """A method result that is already compact ASCII JSON (the constant ``tools/list``)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
 class Handler(Protocol):
@@ -122,7 +132,8 @@ class Session:
         self._log = log or _log_to_stderr
         #: Polled after every frame; the server sets it when a signal asks the session to stop.
         self.stop_requested: Callable[[], bool] = lambda: False
-        self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        self._tools_list_json: bytes | None = None
+        self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any] | PreEncoded]] = {
             "initialize": self._initialize,
             "ping": self._ping,
             "tools/list": self._tools_list,
@@ -130,6 +141,11 @@ class Session:
         }
 
     # ------------------------------------------------------------------ loop
+
+    def prepare(self) -> None:
+        """Encode the constant ``tools/list`` result now, so the first listing is as fast."""
+        if self._tools_list_json is None:
+            self._tools_list_json = encode({"tools": self.handler.list_tools()}).rstrip(b"\n")
 
     def serve(self, reader: FrameReader) -> int:
         """Answer frames until EOF.
@@ -241,9 +257,12 @@ class Session:
                 JsonRpcError(INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}"[:2000]),
             )
         else:
-            if result.get("isError") is True:
-                outcome = "isError"
-            self.writer.send({"jsonrpc": "2.0", "id": rid, "result": result})
+            if isinstance(result, PreEncoded):
+                self.writer.send_result_json(rid, result.data)
+            else:
+                if result.get("isError") is True:
+                    outcome = "isError"
+                self.writer.send({"jsonrpc": "2.0", "id": rid, "result": result})
         ms = (time.perf_counter() - start) * 1000.0
         self._log(f"flow-mcp: {method} id={rid!r} {ms:.2f}ms {outcome}")
 
@@ -290,9 +309,12 @@ class Session:
     def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def _tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _tools_list(self, params: dict[str, Any]) -> PreEncoded:
         self._require_ready("tools/list")
-        return {"tools": self.handler.list_tools()}
+        # The list never changes (capability tools.listChanged is false), so it is encoded once.
+        self.prepare()
+        assert self._tools_list_json is not None
+        return PreEncoded(self._tools_list_json)
 
     def _tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
         self._require_ready("tools/call")
