@@ -1,8 +1,39 @@
 import flow_safeio
 
+EXPECTED = {
+    "__version__",
+    "Workspace",
+    "Entry",
+    "EntryKind",
+    "Listing",
+    "Resolver",
+    "validate_path",
+    "SKIPPED_DIRS",
+    "DEFAULT_MAX_BYTES",
+    "openat2_available",
+    "ERROR_CODES",
+    "SafeIOError",
+    "InvalidPathError",
+    "PathEscapeError",
+    "GitPathError",
+    "ProtectedPathError",
+    "SymlinkError",
+    "HardLinkError",
+    "NotRegularFileError",
+    "IsDirectoryError",
+    "NotDirectoryError",
+    "NotFoundError",
+    "TooLargeError",
+    "NotTextError",
+    "RootError",
+    "StaleRootError",
+    "ClosedError",
+}
 
-def test_all_names_exist() -> None:
-    assert "__version__" in flow_safeio.__all__
+
+def test_all_is_exactly_the_public_api() -> None:
+    assert set(flow_safeio.__all__) == EXPECTED
+    assert len(flow_safeio.__all__) == len(EXPECTED)
     for name in flow_safeio.__all__:
         assert hasattr(flow_safeio, name), name
 

@@ -41,36 +41,37 @@ from flow_safeio._workspace import (
     Workspace,
 )
 
-__all__ = [
+# Grouped by topic on purpose (readers scan it as the API map), so not one sorted run.
+__all__ = [  # noqa: RUF022
     # version
     "__version__",
     # workspace and its results
-    "Workspace",
     "Entry",
     "EntryKind",
     "Listing",
     "Resolver",
+    "Workspace",
     # path rules and limits
-    "validate_path",
-    "SKIPPED_DIRS",
     "DEFAULT_MAX_BYTES",
+    "SKIPPED_DIRS",
     "openat2_available",
+    "validate_path",
     # errors
+    "ClosedError",
     "ERROR_CODES",
-    "SafeIOError",
-    "InvalidPathError",
-    "PathEscapeError",
     "GitPathError",
-    "ProtectedPathError",
-    "SymlinkError",
     "HardLinkError",
-    "NotRegularFileError",
+    "InvalidPathError",
     "IsDirectoryError",
     "NotDirectoryError",
     "NotFoundError",
-    "TooLargeError",
+    "NotRegularFileError",
     "NotTextError",
+    "PathEscapeError",
+    "ProtectedPathError",
     "RootError",
+    "SafeIOError",
     "StaleRootError",
-    "ClosedError",
+    "SymlinkError",
+    "TooLargeError",
 ]

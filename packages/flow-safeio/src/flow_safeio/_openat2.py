@@ -11,6 +11,7 @@ filter refuses it, :func:`available` is ``False`` and callers use the component 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import sys
@@ -36,25 +37,19 @@ class _OpenHow(ctypes.Structure):
     )
 
 
-_syscall: Any = None
-_available: bool | None = None
-
-
+@functools.cache
 def _load() -> Any:
-    global _syscall
-    if _syscall is None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.syscall
-        fn.restype = ctypes.c_long
-        fn.argtypes = (
-            ctypes.c_long,
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.POINTER(_OpenHow),
-            ctypes.c_size_t,
-        )
-        _syscall = fn
-    return _syscall
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = libc.syscall
+    fn.restype = ctypes.c_long
+    fn.argtypes = (
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.POINTER(_OpenHow),
+        ctypes.c_size_t,
+    )
+    return fn
 
 
 def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
@@ -75,25 +70,24 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
             (a concurrent rename; the caller may retry), ``ENOSYS`` where unsupported.
     """
     how = _OpenHow(flags, mode, RESOLVE_FLAGS)
-    fd = int(_load()(_SYS_OPENAT2, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how)))
+    fd = int(
+        _load()(_SYS_OPENAT2, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
+    )
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), path)
     return fd
 
 
+@functools.cache
 def available() -> bool:
     """Whether this process can use ``openat2`` (probed once, then cached)."""
-    global _available
-    if _available is None:
-        _available = False
-        if sys.platform.startswith("linux") and platform.machine().lower() in _ARCHES:
-            try:
-                fd = openat2(-100, ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # AT_FDCWD
-            except (OSError, AttributeError):
-                # ENOSYS (old kernel), EPERM (seccomp), or a libc without syscall().
-                pass
-            else:
-                os.close(fd)
-                _available = True
-    return _available
+    if not sys.platform.startswith("linux") or platform.machine().lower() not in _ARCHES:
+        return False
+    try:
+        fd = openat2(-100, ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # AT_FDCWD
+    except (OSError, AttributeError):
+        # ENOSYS (old kernel), EPERM (seccomp), or a libc without syscall().
+        return False
+    os.close(fd)
+    return True

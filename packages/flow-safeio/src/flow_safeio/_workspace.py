@@ -11,6 +11,7 @@ sizes are capped; writes are atomic renames of a temporary file in the same dire
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import heapq
 import os
@@ -338,7 +339,9 @@ class Workspace:
             raise self._error(rel, err) from err
         return fd
 
-    def _open_dir(self, rel: str, root_fd: int, parts: Sequence[str], *, create: bool = False) -> int:
+    def _open_dir(
+        self, rel: str, root_fd: int, parts: Sequence[str], *, create: bool = False
+    ) -> int:
         """A descriptor for the directory ``parts`` (``root_fd`` itself for no parts).
 
         The caller closes it unless it is ``root_fd``.
@@ -525,10 +528,8 @@ class Workspace:
                     os.close(fd)
                 os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException as exc:
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=dir_fd)
-                except OSError:
-                    pass
                 if isinstance(exc, OSError) and not isinstance(exc, SafeIOError):
                     raise self._error(rel, exc) from exc
                 raise
@@ -709,9 +710,7 @@ class Workspace:
             if len(parts) < _MAX_WALK_DEPTH:
                 stack.extend((*parts, d) for d in reversed(dirs))
 
-    def _scan(
-        self, rel: str, root_fd: int, parts: tuple[str, ...]
-    ) -> tuple[list[str], list[str]]:
+    def _scan(self, rel: str, root_fd: int, parts: tuple[str, ...]) -> tuple[list[str], list[str]]:
         dir_fd = self._open_dir(rel, root_fd, parts)
         try:
             fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC, dir_fd=dir_fd)
