@@ -166,7 +166,13 @@ def run_cli(argv: list[str]) -> int:
         err.show(file=sys.stderr)
         return err.exit_code
     except click.Abort:
-        click.echo("flow: aborted", err=True)
+        # Ctrl-C outside the commands' own handlers (e.g. while modules were loading).
+        click.echo("flow: interrupted", err=True)
+        command = subcommand_in(argv, REPORT_COMMANDS)
+        if command is not None:
+            from flow_cli._commands import emit_interrupted
+
+            emit_interrupted(command)
         return EXIT_INTERRUPTED
     if isinstance(result, int):
         return result

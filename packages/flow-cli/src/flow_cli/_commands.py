@@ -109,9 +109,19 @@ def error_report(
 
 def emit_usage_error(kind: str, code: str, message: str) -> None:
     """Print a JSON error report for a usage error found by click (stdout stays one object)."""
-    if kind not in ("status", "check", "run"):
+    _emit_once(kind, code, message, "error")
+
+
+def emit_interrupted(kind: str) -> None:
+    """Print an interrupted report when Ctrl-C came before the command's own handler."""
+    kill_check_groups()
+    _emit_once(kind, "interrupted", "interrupted by a signal", "interrupted")
+
+
+def _emit_once(kind: str, code: str, message: str, status: Literal["error", "interrupted"]) -> None:
+    if kind not in ("status", "check", "run") or StdoutGuard.emitted:
         return
-    report = error_report(kind, code, message)  # type: ignore[arg-type]
+    report = error_report(kind, code, message, status=status)  # type: ignore[arg-type]
     with StdoutGuard() as out:
         out.emit(report.to_json())
 

@@ -18,7 +18,11 @@ class StdoutGuard:
     """Context manager that sends fd 1 to fd 2 and keeps the real stdout for one JSON value.
 
     Use ``emit`` once, with the final JSON text; it is written with a trailing newline.
+    ``StdoutGuard.emitted`` becomes true for the rest of the process once a report went out,
+    so a late interrupt cannot add a second object.
     """
+
+    emitted = False
 
     def __init__(self) -> None:
         self._saved: int | None = None
@@ -36,6 +40,7 @@ class StdoutGuard:
             text: the JSON document (one line).
         """
         _flush_stdout()
+        StdoutGuard.emitted = True
         fd = self._saved if self._saved is not None else 1
         view = memoryview((text + "\n").encode("utf-8"))
         with contextlib.suppress(BrokenPipeError):
