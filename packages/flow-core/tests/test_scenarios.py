@@ -349,7 +349,11 @@ def test_tool_budget_exhausted(ws: Path, flow_config: Callable[..., FlowConfig])
     consistent(report)
     assert report.status == "unverified"
     assert "budget_tool_calls" in codes(report)
-    assert [t.name for t in report.tool_calls] == ["read_file", "edit_file"]
+    assert [(t.id, t.name, t.ok, t.error) for t in report.tool_calls] == [
+        ("tc-0001", "read_file", True, None),
+        ("tc-0002", "edit_file", True, None),
+        ("tc-0003", "list_files", False, "budget_tool_calls"),
+    ]
     assert report.budgets is not None
     assert report.budgets.tool_calls.used == 2
     assert report.verification is not None

@@ -116,8 +116,8 @@ class ToolLedger:
 
     @property
     def used(self) -> int:
-        """Tool calls executed (refused calls are not counted)."""
-        return len(self.records)
+        """Tool calls executed (refused calls are recorded but not counted)."""
+        return len(self.records) - self.refused
 
     @property
     def exhausted(self) -> bool:
@@ -125,7 +125,8 @@ class ToolLedger:
         return self.refused > 0
 
     def next_id(self) -> str:
-        return f"tc-{len(self.records) + self.refused + 1:04d}"
+        """The id for the next call: ``tc-0001``, ``tc-0002``, ... (refused calls included)."""
+        return f"tc-{len(self.records) + 1:04d}"
 
 
 def _function(
@@ -310,6 +311,11 @@ class ToolBox:
         """Record a call the host refused without running it (e.g. budget spent)."""
         call_id = self.ledger.next_id()
         self.ledger.refused += 1
+        self.ledger.records.append(
+            ToolCallRecord(
+                id=call_id, role=self.role, name=name, ok=False, error=code, cycle=self.cycle
+            )
+        )
         return ToolOutcome(id=call_id, ok=False, content=f"error ({code}): {message}", error=code)
 
     def call(self, name: str, arguments: Mapping[str, Any]) -> ToolOutcome:
