@@ -413,3 +413,23 @@ def test_error_codes_are_documented() -> None:
         "remote_refused",
     ):
         assert BACKEND_ERROR_CODES[code]
+
+
+def test_closed_backend_refuses_requests() -> None:
+    b, seen = backend(lambda r: httpx.Response(200, json={"models": []}))
+    b.close()
+    b.close()
+    with pytest.raises(BackendError) as err:
+        b.list_models()
+    assert err.value.code == "backend_closed"
+    assert seen == []
+
+
+def test_thinking_and_unknown_fields_are_ignored() -> None:
+    lines = ndjson(
+        part("", thinking="let me think"),
+        part("answer", images=None),
+        final(total_duration=1, something_new={"x": 1}),
+    )
+    b, _ = backend(lambda r: httpx.Response(200, content=lines))
+    assert b.chat("m", []).content == "answer"

@@ -85,6 +85,30 @@ def is_loopback_host(host: str) -> bool:
     return addr == ipaddress.IPv6Address("::1")
 
 
+def _url_problem(url: str, *, allow_remote: bool) -> tuple[str, str] | None:
+    """``(code, message)`` for an unusable base URL, else ``None``."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError for a port out of range or not a number
+    except ValueError as err:
+        return "backend_malformed", f"{url!r} is not a valid URL ({err})"
+    if parts.scheme not in ("http", "https"):
+        return "backend_malformed", f"{url!r} must start with http:// or https://"
+    if not parts.hostname:
+        return "backend_malformed", f"{url!r} has no host"
+    if parts.username is not None or parts.password is not None:
+        return "backend_malformed", f"{url!r} carries user info; Flow sends no credentials"
+    if parts.query or parts.fragment:
+        return "backend_malformed", f"{url!r} may not have a query or fragment"
+    if not allow_remote and not is_loopback_host(parts.hostname):
+        return (
+            "remote_refused",
+            f"{url!r} is not a loopback address (127.0.0.0/8, ::1, localhost) "
+            "and allow_remote is false",
+        )
+    return None
+
+
 def loopback_problem(url: str, *, allow_remote: bool) -> str | None:
     """What is wrong with a backend base URL, or ``None`` when it may be used.
 
@@ -95,26 +119,8 @@ def loopback_problem(url: str, *, allow_remote: bool) -> str | None:
         url: the configured ``base_url``.
         allow_remote: the operator's explicit permission for a non-loopback host.
     """
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as err:
-        return f"{url!r} is not a valid URL ({err})"
-    del port
-    if parts.scheme not in ("http", "https"):
-        return f"{url!r} must start with http:// or https://"
-    if not parts.hostname:
-        return f"{url!r} has no host"
-    if parts.username is not None or parts.password is not None:
-        return f"{url!r} carries user info; Flow sends no credentials"
-    if parts.query or parts.fragment:
-        return f"{url!r} may not have a query or fragment"
-    if not allow_remote and not is_loopback_host(parts.hostname):
-        return (
-            f"{url!r} is not a loopback address (127.0.0.0/8, ::1, localhost) "
-            "and allow_remote is false"
-        )
-    return None
+    found = _url_problem(url, allow_remote=allow_remote)
+    return None if found is None else found[1]
 
 
 def check_base_url(url: str, *, allow_remote: bool, setting: str) -> str:
@@ -129,10 +135,10 @@ def check_base_url(url: str, *, allow_remote: bool, setting: str) -> str:
         BackendError: code ``remote_refused`` for a non-loopback host without
             ``allow_remote``, ``backend_malformed`` for a URL that is not usable at all.
     """
-    problem = loopback_problem(url, allow_remote=allow_remote)
-    if problem is None:
+    found = _url_problem(url, allow_remote=allow_remote)
+    if found is None:
         return url.rstrip("/")
-    code = "remote_refused" if "loopback" in problem else "backend_malformed"
+    code, problem = found
     raise BackendError(f"{setting}: {problem}; fix the URL in the operator config", code=code)
 
 

@@ -81,6 +81,7 @@ class OllamaBackend:
         self._server = f"Ollama at {self.base_url}"
         self._fix = "start `ollama serve` or fix ollama.base_url in the operator config"
         self._ids = itertools.count(1)
+        self._closed = False
         self._client = make_client(self.base_url, timeout=self.timeout, transport=transport)
 
     # ----------------------------------------------------------------------------------------
@@ -122,7 +123,7 @@ class OllamaBackend:
         started = monotonic_ms()
         try:
             with stream_request(
-                self._client,
+                self._open_client(),
                 "POST",
                 "/api/chat",
                 json_body=body,
@@ -174,8 +175,14 @@ class OllamaBackend:
         return self._json_request("POST", "/api/show", {"model": model}, model=model)
 
     def close(self) -> None:
-        """Close the HTTP client (idempotent)."""
+        """Close the HTTP client (idempotent); later requests raise ``backend_closed``."""
+        self._closed = True
         self._client.close()
+
+    def _open_client(self) -> httpx.Client:
+        if self._closed:
+            raise BackendError(f"{self._server}: the backend is closed", code="backend_closed")
+        return self._client
 
     def __enter__(self) -> OllamaBackend:
         return self
@@ -283,7 +290,12 @@ class OllamaBackend:
     ) -> dict[str, Any]:
         try:
             with stream_request(
-                self._client, method, path, json_body=body, server=self._server, fix=self._fix
+                self._open_client(),
+                method,
+                path,
+                json_body=body,
+                server=self._server,
+                fix=self._fix,
             ) as response:
                 raw = read_capped(response, self.max_response_bytes, server=self._server)
         except HTTPStatusError as err:
