@@ -162,19 +162,15 @@ class _Interrupts:
 
 
 def kill_check_groups() -> None:
-    """Kill every check process group flow-core still tracks (best effort)."""
-    try:
-        import flow_core
-    except ImportError:  # pragma: no cover - flow-core is a declared dependency
-        return
-    killer: Any = getattr(flow_core, "kill_all_process_groups", None)
-    if killer is None:
-        try:
-            from flow_core import _checks  # type: ignore[attr-defined, unused-ignore]
+    """Kill every check process group flow-core still tracks (best effort).
 
-            killer = getattr(_checks, "kill_all_process_groups", None)
-        except ImportError:
-            killer = None
+    ``Runtime.interrupt`` already kills its own groups; this also covers groups started by a
+    runtime that is gone. Uses ``flow_core.kill_all_process_groups`` when flow-core exports it
+    (siblings use only top-level names).
+    """
+    import flow_core
+
+    killer: Any = getattr(flow_core, "kill_all_process_groups", None)
     if callable(killer):
         killer()
 
