@@ -165,3 +165,44 @@ def test_sdk_sees_unknown_tool_as_an_error(
     drive(tmp_path, config_args(tmp_path, workspace, fake_ollama), body)
     assert len(seen) == 1
     assert "flow_delete" in str(seen[0])
+
+
+def test_readme_mcp_json_works_as_written(
+    tmp_path: Path, workspace: Path, fake_ollama: FakeOllama
+) -> None:
+    """The README's ``.mcp.json`` entry, with its placeholder paths filled in, serves."""
+    import json
+    import re
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = re.search(r"```json\n(.*?)```", readme, re.S)
+    assert block is not None, "README has no json block"
+    entry = json.loads(block.group(1))["mcpServers"]["flow"]
+    assert entry["type"] == "stdio"
+    config = write_config(tmp_path, workspace, fake_ollama.base_url)
+    script = Path(sys.executable).parent / "flow-mcp"
+    assert script.exists()
+    fill = {
+        "/absolute/path/to/.venv/bin/flow-mcp": str(script),
+        "/absolute/path/to/project": str(workspace),
+        "/absolute/path/to/flow-operator.toml": str(config),
+    }
+    command = fill[entry["command"]]
+    args = [fill.get(a, a) for a in entry["args"]]
+    params = StdioServerParameters(command=command, args=args, env=server_env(tmp_path))
+
+    async def main() -> None:
+        with (tmp_path / "readme-stderr.log").open("w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("flow_check", {"name": "ok"})
+                assert result.is_error is False
+                status = await session.call_tool("flow_status", {})
+                assert isinstance(status.structured_content, dict)
+                assert status.structured_content["trusted"] is True
+                assert status.structured_content["workspace"] == str(workspace)
+
+    anyio.run(main)

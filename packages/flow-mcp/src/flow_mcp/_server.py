@@ -31,6 +31,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
@@ -73,8 +74,8 @@ class ServerOptions:
         max_frame_bytes: the frame size limit in bytes.
     """
 
-    workspace: str | None = None
-    config_file: str | None = None
+    workspace: str | Path | None = None
+    config_file: str | Path | None = None
     trusted: bool = False
     model: str | None = None
     nvim_socket: str | None = None
