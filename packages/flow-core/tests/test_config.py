@@ -352,6 +352,13 @@ def test_workspace_dir_after_a_check_table(tmp_path: Path, ws: Path, env: dict[s
     assert "above the first" in msg
 
 
+def test_backend_after_a_table(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[agent]\nbackend = "openai"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert "agent.backend" in msg
+    assert "above the first" in msg
+
+
 def test_toml_syntax_error_names_file_and_line(tmp_path: Path, env: dict[str, str]) -> None:
     f = op_file(tmp_path, 'workspace_dir = "/tmp"\n\n[agent\nmax_cycles = 2\n')
     err = error_of(config_file=f, environ=env)

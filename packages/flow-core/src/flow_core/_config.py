@@ -64,8 +64,8 @@ MAX_CONFIG_BYTES = 1_000_000
 
 _CHECK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _TABLES = ("ollama", "openai", "models", "agent", "checks")
-#: Keys Flow computes at load; an operator file may not set them.
-_COMPUTED = {"protected": "protected", "executable": "checks.NAME.executable"}
+#: Root keys: TOML puts a key written after a [table] header into that table.
+_ROOT_KEYS = ("workspace_dir", "backend")
 
 
 class _Strict(BaseModel):
@@ -394,12 +394,13 @@ def _structure_problems(data: Mapping[str, Any], path: Path) -> None:
                     f"{path}: {where}: expected a table, got {_type_name(body)}; "
                     f"fix: write it as a [{where}] table with cmd = [...]",
                 )
-            if "workspace_dir" in body:
-                raise ConfigError(
-                    f"{path}: {where}.workspace_dir: workspace_dir is a root key but it landed "
-                    f"inside the [{where}] table; fix: move the workspace_dir line above the "
-                    "first [table] header of the file",
-                )
+            for key in _ROOT_KEYS:
+                if key in body:
+                    raise ConfigError(
+                        f"{path}: {where}.{key}: {key} is a root key but it landed inside the "
+                        f"[{where}] table; fix: move the {key} line above the first [table] "
+                        "header of the file",
+                    )
             if table == "checks" and "executable" in body:
                 raise ConfigError(
                     f"{path}: {where}.executable: Flow records the executable itself at load; "
