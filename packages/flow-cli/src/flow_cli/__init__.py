@@ -5,6 +5,6 @@ Importing this package is cheap: click, flow-core and rich load only when a comm
 """
 
 from flow_cli.__about__ import __version__
-from flow_cli.__main__ import main
+from flow_cli._main import main
 
 __all__ = ["__version__", "main"]

@@ -1,28 +1,10 @@
-"""Console entry point: ``flow`` and ``python -m flow_cli``.
-
-Kept tiny on purpose: the click application (and, through it, flow-core) is imported only
-when the command actually runs, and ``flow-mcp`` only for ``flow serve``.
-"""
+"""Console entry point: ``flow`` (``flow_cli.__main__:main``) and ``python -m flow_cli``."""
 
 from __future__ import annotations
 
-import sys
+from flow_cli._main import main
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``flow`` command.
-
-    Args:
-        argv: arguments after the program name; ``sys.argv[1:]`` when None.
-
-    Returns:
-        The process exit code: 0 ok, 1 failed or unverified, 2 configuration or usage error,
-        130 interrupted (Ctrl-C or SIGTERM).
-    """
-    from flow_cli._cli import run_cli
-
-    return run_cli(sys.argv[1:] if argv is None else argv)
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
