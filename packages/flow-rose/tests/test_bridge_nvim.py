@@ -173,6 +173,20 @@ def test_only_the_two_fixed_lua_expressions_are_sent(editor: Any, proxy: Any) ->
     ]
 
 
+def test_a_lua_error_in_rose_is_a_protocol_error_and_the_bridge_stays_usable(
+    editor: Any, bridge: RoseBridge
+) -> None:
+    editor.set_global("rose_test_raise", True)
+    with pytest.raises(EditorError) as excinfo:
+        bridge.call_tool("editor_symbols", {"path": "a.py"})
+    assert excinfo.value.code == "editor_protocol"
+    assert "failed on purpose" in excinfo.value.message
+    lint = bridge.lint(["a.py"])
+    assert (lint.status, lint.verified) == ("error", False)
+    editor.set_global("rose_test_raise", False)
+    assert bridge.call_tool("editor_symbols", {"path": "a.py"})["symbols"] == []
+
+
 def test_one_worker_thread_owns_the_connection(editor: Any) -> None:
     before = len(_worker_threads())
     b = RoseBridge.connect(editor.socket, workspace=editor.workspace, timeout=20)

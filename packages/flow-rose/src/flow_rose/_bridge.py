@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
-from flow_core import EditorFreshness, EditorLintResult, Role
+from flow_core import EditorError, EditorFreshness, EditorLintResult, Role
 from flow_rose._connection import Connection
 from flow_rose._errors import editor_error
 from flow_rose._socket import validate_socket
@@ -392,9 +392,8 @@ class RoseBridge:
             )
         try:
             result = _unwrap("editor_lint", self._conn.call("editor_lint", {"paths": wanted}))
-        except Exception as err:
-            code = getattr(err, "code", "")
-            if code not in {"editor_tool_error", "editor_protocol"}:
+        except EditorError as err:
+            if err.code not in {"editor_tool_error", "editor_protocol"}:
                 raise
             return EditorLintResult(status="error", verified=False, files=(), message=str(err))
         return _lint_result(result, wanted)

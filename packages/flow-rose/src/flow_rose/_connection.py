@@ -156,11 +156,19 @@ class Connection:
     def _submit(self, kind: Literal["connect", "schemas", "call"], args: tuple[Any, ...]) -> Any:
         with self._request_lock:
             self._check_usable()
+            if not self._thread.is_alive():
+                raise editor_error("editor_unavailable", "the editor connection has ended")
             job = _Job(kind, args)
             self._jobs.put(job)
             try:
                 return job.future.result(timeout=self._timeout)
             except FutureTimeout as err:
+                if self._failure is not None and not self._thread.is_alive():
+                    # The worker ended (Neovim gone) before it could take this job.
+                    raise editor_error(
+                        "editor_unavailable",
+                        f"the editor connection ended: {self._failure}",
+                    ) from err
                 what = "connecting to Neovim" if kind == "connect" else "a Rose request"
                 reason = f"{what} did not finish within the editor timeout of {self._timeout:g} s"
                 self._mark_failed(reason)
@@ -216,7 +224,10 @@ class Connection:
                 except (OSError, EOFError) as err:
                     # The socket is gone (Neovim killed or exited), refused, or our own
                     # interrupt after a timeout stopped the loop: the connection is over.
-                    reason = f"Neovim is unavailable: {type(err).__name__}: {err}"
+                    if self._closed:
+                        reason = "the editor connection was closed"
+                    else:
+                        reason = f"Neovim is unavailable: {type(err).__name__}: {err}"
                     self._mark_failed(reason)
                     job.future.set_exception(_error("editor_unavailable", reason, err))
                     return
