@@ -472,6 +472,11 @@ def test_signal_mid_check_kills_the_check_process_group(
     server.read_to_eof()
     assert server.wait() == code
     server.assert_stdout_pure()
+    # The busy request is still answered, with the runtime's "interrupted" report.
+    answers = [json.loads(line) for line in server.lines if b'"id":"long"' in line]
+    assert len(answers) == 1, server.lines
+    assert answers[0]["result"]["isError"] is True
+    assert answers[0]["result"]["structuredContent"]["status"] == "interrupted"
     assert _live_group_members(pids[0]) == []
     assert [p for p in pids if _process_state(p) not in (None, "Z")] == []
     assert "interrupted" in server.stderr()

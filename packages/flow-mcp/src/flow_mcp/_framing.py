@@ -120,6 +120,9 @@ class FrameWriter:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = threading.Lock()
+        #: True while a frame is being written; a signal handler must not interrupt then, or
+        #: the client would receive half a line.
+        self.busy = False
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one message.
@@ -138,6 +141,10 @@ class FrameWriter:
         """Write one already-encoded frame (it must end with its single newline)."""
         data = memoryview(frame)
         with self._lock:
-            while data:
-                written = os.write(self._fd, data)
-                data = data[written:]
+            self.busy = True
+            try:
+                while data:
+                    written = os.write(self._fd, data)
+                    data = data[written:]
+            finally:
+                self.busy = False

@@ -35,8 +35,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-import flow_core
-from flow_core import ConfigError, EditorBridge, FlowError, Runtime, load_config
+from flow_core import (
+    ConfigError,
+    EditorBridge,
+    FlowError,
+    Runtime,
+    kill_all_process_groups,
+    load_config,
+)
 from flow_mcp.__about__ import __version__
 from flow_mcp._framing import MAX_FRAME_BYTES, FrameReader, FrameWriter
 from flow_mcp._session import Session
@@ -217,16 +223,23 @@ def _take_over_stdio() -> tuple[int, int]:
 
 
 class _Stop:
-    """Signal bookkeeping: the first SIGINT/SIGTERM interrupts the request in progress."""
+    """Signal bookkeeping: the first SIGINT/SIGTERM interrupts the request in progress.
 
-    def __init__(self) -> None:
+    The handler raises ``KeyboardInterrupt`` (the runtime turns that into an "interrupted"
+    report after killing its check process groups), except while a frame is being written:
+    then it only records the signal, and the session stops after that frame is whole.
+    """
+
+    def __init__(self, writer: FrameWriter) -> None:
         self.code: int | None = None
+        self._writer = writer
 
     def handler(self, signum: int, frame: FrameType | None) -> None:
         if self.code is not None:
             return  # already stopping: let the cleanup finish
         self.code = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
-        raise KeyboardInterrupt
+        if not self._writer.busy:
+            raise KeyboardInterrupt
 
 
 def run_server(
@@ -290,7 +303,7 @@ def run_server(
 
     tools = FlowTools(runtime, workspace=workspace, trusted=options.trusted, progress=relay)
     session = Session(tools, writer, server_version=__version__, instructions=INSTRUCTIONS)
-    stop = _Stop()
+    stop = _Stop(writer)
     session.stop_requested = lambda: stop.code is not None
     session.prepare()
     gc.freeze()  # startup objects never need collecting; keeps GC pauses out of round trips
@@ -325,9 +338,7 @@ def run_server(
 
 def _interrupt(runtime: Runtime) -> None:
     _quietly("interrupting the runtime", runtime.interrupt)
-    kill_all = getattr(flow_core, "kill_all_process_groups", None)
-    if callable(kill_all):
-        _quietly("killing check process groups", kill_all)
+    _quietly("killing check process groups", kill_all_process_groups)
 
 
 def _quietly(what: str, action: Any) -> None:
