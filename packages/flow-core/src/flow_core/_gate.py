@@ -18,6 +18,8 @@ Coverage rules (condition 3):
   ``"python"``), otherwise its extension (``".zig"``). Files without an extension use their base
   name (``"Makefile"``) and so need an operator check naming it or ``"*"``; well-known
   documentation names (``README``, ``LICENSE``, ...) are documentation.
+* A cycle that changed no file has nothing to cover (condition 3 holds); conditions 2, 4 and 5
+  still apply.
 * Documentation and data files (``.md``, ``.json``, ``.toml``, ``.yaml``, ``.txt``, ...) need
   the named gate (condition 2) but no linter: their entry is ``not_required``.
 * A file is covered by a *passing required* check of kind ``lint``, ``typecheck`` or

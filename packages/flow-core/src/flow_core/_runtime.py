@@ -35,6 +35,7 @@ import contextlib
 import difflib
 import hashlib
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -297,6 +298,7 @@ class Runtime:
             finish, or the backend/editor failed) or ``"interrupted"``.
         """
         self._reset()
+        self._pre = {}
         self._task = task
         self._emit("run_started", detail={"task": task[:200]})
         status: ReportStatus
@@ -385,7 +387,6 @@ class Runtime:
         self._history: list[CycleRecord] = []
         self._final_checks = []
         self._verification: Verification | None = None
-        self._pre = {}
 
     def _get_backend(self) -> ChatBackend:
         if self._backend is None:
@@ -635,8 +636,28 @@ class Runtime:
 
     # -- one role -------------------------------------------------------------------------------
 
+    def _check_editor_workspace(self, editor: EditorBridge) -> None:
+        """Rose's resolved workspace must be Flow's (seed: "Rose integration").
+
+        Raises:
+            EditorError: code ``editor_workspace_mismatch`` when they differ.
+        """
+        theirs = editor.workspace()
+        ours = str(self.config.workspace_dir)
+        same = os.path.normpath(theirs) == ours
+        if not same:
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(theirs, ours)
+        if not same:
+            raise EditorError(
+                f"the editor's workspace {theirs!r} is not Flow's workspace {ours!r}; "
+                "start Rose and Flow on the same directory",
+                code="editor_workspace_mismatch",
+            )
+
     def _toolbox(self, role: Role, ws: Workspace, *, cycle: int | None) -> ToolBox:
         if self._editor is not None and self._editor_schemas is None:
+            self._check_editor_workspace(self._editor)
             self._editor_schemas = self._editor.tool_schemas()
         return ToolBox(
             role=role,
@@ -907,8 +928,8 @@ class Runtime:
             verification=self._verification if is_run else None,
             verification_history=list(self._history),
             plan=self._plan,
-            changed_files=self._changed_files() if self._pre else [],
-            diff=self._diff() if self._pre else "",
+            changed_files=self._changed_files() if is_run and self._pre else [],
+            diff=self._diff() if is_run and self._pre else "",
             roles=dict(self._roles),
             tool_calls=list(self._ledger.records),
             budgets=Budgets(

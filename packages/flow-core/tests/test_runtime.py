@@ -1,0 +1,281 @@
+"""Runtime with an editor bridge attached, plus check()/status()/rollback() details."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_core import (
+    ChatMessage,
+    ChatResponse,
+    EditorBridge,
+    EditorFreshness,
+    EditorLintResult,
+    FlowConfig,
+    Report,
+    Runtime,
+    ScriptedBackend,
+    ToolCall,
+)
+
+PY = sys.executable
+TESTS = {"cmd": [PY, "-c", "import app, sys; sys.exit(0 if app.x == 2 else 1)"], "kind": "test"}
+
+
+def text(s: str) -> ChatResponse:
+    return ChatResponse(s)
+
+
+def edit(old: str, new: str) -> ChatResponse:
+    args = {"path": "app.py", "old_text": old, "new_text": new}
+    return ChatResponse("", tool_calls=(ToolCall("e1", "edit_file", args),))
+
+
+APPROVE = text(json.dumps({"approved": True, "summary": "fine", "findings": []}))
+
+
+class DiskEditor:
+    """A bridge double that, like Rose, writes through to disk; records every call."""
+
+    def __init__(self, root: Path, *, workspace: str | None = None) -> None:
+        self.root = root
+        self.ws = workspace or str(root)
+        self.calls: list[str] = []
+        self.dirty: tuple[str, ...] = ()
+        self.snapshot = "s1"
+        self.lint_result: Callable[[Sequence[str]], EditorLintResult] = lambda p: EditorLintResult(
+            "ok", True, tuple(p)
+        )
+        self.closed = False
+
+    def workspace(self) -> str:
+        return self.ws
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": "editor_diagnostics",
+                "description": "d",
+                "inputSchema": {"type": "object"},
+                "readOnly": True,
+            },
+            {
+                "name": "editor_lint",
+                "description": "l",
+                "inputSchema": {"type": "object"},
+                "readOnly": False,
+            },
+        ]
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        self.calls.append(f"call:{name}")
+        return {}
+
+    def read_file(self, rel: str) -> str:
+        self.calls.append(f"read:{rel}")
+        return (self.root / rel).read_text()
+
+    def write_file(self, rel: str, text: str) -> None:
+        self.calls.append(f"write:{rel}")
+        (self.root / rel).write_text(text)
+
+    def freshness(self) -> EditorFreshness:
+        return EditorFreshness(self.dirty, self.snapshot)
+
+    def lint(self, paths: Sequence[str]) -> EditorLintResult:
+        self.calls.append("lint:" + ",".join(paths))
+        return self.lint_result(paths)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir(exist_ok=True)
+    (root / "app.py").write_text("x = 1\n")
+    return root
+
+
+def run_with(
+    editor: DiskEditor, config: FlowConfig, replies: Sequence[Any]
+) -> tuple[Report, ScriptedBackend]:
+    backend = ScriptedBackend(replies)
+    bridge: EditorBridge = editor
+    rt = Runtime(config, trusted=True, backend=backend, editor=bridge)
+    report = rt.run("set x to 2")
+    rt.close()
+    assert editor.closed
+    return report, backend
+
+
+def test_editor_route_and_native_lint_coverage(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    editor = DiskEditor(ws)
+    report, backend = run_with(
+        editor,
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
+        [text("plan"), edit("x = 1", "x = 2"), text("done"), APPROVE],
+    )
+    assert report.verified, report.verification
+    assert "write:app.py" in editor.calls
+    assert "lint:app.py" in editor.calls
+    assert report.verification is not None
+    assert [(c.key, c.status, c.by) for c in report.verification.coverage] == [
+        ("python", "covered", ["rose:editor_lint"])
+    ]
+    planner_tools = {t["function"]["name"] for t in backend.requests[0].tools}
+    coder_tools = {t["function"]["name"] for t in backend.requests[1].tools}
+    assert "editor_diagnostics" in planner_tools
+    assert "editor_lint" not in planner_tools
+    assert "editor_lint" in coder_tools
+
+
+def test_dirty_buffer_at_end_of_review_blocks(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    editor = DiskEditor(ws)
+
+    def dirtying_reviewer(
+        messages: list[ChatMessage], tools: Sequence[Mapping[str, Any]]
+    ) -> ChatResponse:
+        editor.dirty = ("app.py",)
+        return APPROVE
+
+    report, _ = run_with(
+        editor,
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
+        [text("plan"), edit("x = 1", "x = 2"), text("done"), dirtying_reviewer],
+    )
+    assert not report.verified
+    assert report.verification is not None
+    assert not report.verification.conditions.unchanged
+    assert any("unsaved editor buffers" in r for r in report.verification.reasons)
+
+
+def test_snapshot_change_during_review_blocks(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    editor = DiskEditor(ws)
+
+    def reviewer(messages: list[ChatMessage], tools: Sequence[Mapping[str, Any]]) -> ChatResponse:
+        editor.snapshot = "s2"
+        return APPROVE
+
+    report, _ = run_with(
+        editor,
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
+        [text("plan"), edit("x = 1", "x = 2"), text("done"), reviewer],
+    )
+    assert report.verification is not None
+    assert not report.verification.conditions.unchanged
+
+
+def test_dirty_buffers_refuse_checks(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
+    editor = DiskEditor(ws)
+    editor.dirty = ("other.py",)
+    report, _ = run_with(
+        editor,
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
+        [text("plan"), edit("x = 1", "x = 2"), text("done")],
+    )
+    assert [c.status for c in report.checks] == ["refused"]
+    assert not report.verified
+
+
+def test_native_lint_errors_veto(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
+    editor = DiskEditor(ws)
+    editor.lint_result = lambda p: EditorLintResult("ok", True, tuple(p), error_count=1)
+    report, _ = run_with(
+        editor,
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
+        [text("plan"), edit("x = 1", "x = 2"), text("done"), APPROVE],
+    )
+    assert report.verification is not None
+    assert report.verification.coverage[0].status == "vetoed"
+    assert not report.verified
+
+
+def test_editor_workspace_mismatch_fails_before_any_write(
+    ws: Path, tmp_path: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    editor = DiskEditor(ws, workspace=str(other))
+    report, backend = run_with(editor, flow_config({"tests": TESTS}), [text("plan")])
+    assert report.status == "failed"
+    assert "editor_workspace_mismatch" in [e.code for e in report.errors]
+    assert backend.requests == []
+    assert editor.calls == []
+
+
+def test_check_report_keeps_run_pre_images_for_rollback(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    backend = ScriptedBackend([text("plan"), edit("x = 1", "x = 2"), text("done"), APPROVE])
+    rt = Runtime(flow_config({"tests": TESTS}), trusted=True, backend=backend)
+    run = rt.run("t")
+    assert run.changed_files == ["app.py"]
+    check = rt.check()
+    assert (check.kind, check.status, check.changed_files, check.diff) == (
+        "check",
+        "passed",
+        [],
+        "",
+    )
+    assert check.verification is None
+    assert check.budgets is None
+    assert rt.rollback() == []
+    assert (ws / "app.py").read_text() == "x = 1\n"
+
+
+def test_rollback_reports_files_it_cannot_remove(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    new = ChatResponse(
+        "", tool_calls=(ToolCall("w", "write_file", {"path": "new.txt", "content": "n"}),)
+    )
+    backend = ScriptedBackend([text("plan"), new, text("done")])
+    rt = Runtime(
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}), trusted=True, backend=backend
+    )
+    rt.run("t")
+    assert rt.rollback() == ["new.txt"]
+
+
+def test_status_lists_models_and_checks(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
+    cfg = flow_config({"tests": TESTS}, models={"coder": "big-coder"})
+    report = Runtime(cfg, config_sources=["/etc/x.toml"]).status()
+    assert report.kind == "status"
+    assert report.ok
+    assert not report.trusted
+    assert report.models["coder"] == "big-coder"
+    assert report.config_sources == ["/etc/x.toml"]
+    assert report.configured_checks[0].argv == TESTS["cmd"]
+    assert report.configured_checks[0].executable == PY
+    assert report.tool_calls == []
+    assert report.errors == []
+
+
+def test_list_models_uses_the_backend(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
+    rt = Runtime(flow_config(), backend=ScriptedBackend([], models=("a", "b")))
+    assert rt.list_models() == ["a", "b"]
+
+
+def test_on_event_errors_do_not_break_a_run(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    def broken(event: object) -> None:
+        raise RuntimeError("display crashed")
+
+    rt = Runtime(
+        flow_config({"tests": TESTS}), backend=ScriptedBackend([text("plan")]), on_event=broken
+    )
+    assert rt.run("t").status == "read_only"
