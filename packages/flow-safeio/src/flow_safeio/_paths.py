@@ -7,6 +7,7 @@ refused), and DESIGN.md, section "flow-safeio".
 
 from __future__ import annotations
 
+import functools
 import re
 
 from flow_safeio._errors import GitPathError, InvalidPathError, PathEscapeError
@@ -89,6 +90,15 @@ def split_path(rel: object) -> tuple[str, ...]:
     """
     if not isinstance(rel, str):
         raise InvalidPathError(rel, f"path must be a str, not {type(rel).__name__}")
+    if type(rel) is not str:
+        # An exact copy: a str subclass could fake equality and hit another path's cache entry.
+        rel = str.__str__(rel)
+    return _split_str(rel)
+
+
+@functools.lru_cache(maxsize=4096)
+def _split_str(rel: str) -> tuple[str, ...]:
+    # A pure function of an exact str, so accepted answers are cached (refusals are not).
     if rel == "":
         raise InvalidPathError(rel, "path is empty")
     if "\x00" in rel:

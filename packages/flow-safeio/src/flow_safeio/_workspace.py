@@ -293,20 +293,26 @@ class Workspace:
         if code == errno.EISDIR:
             return IsDirectoryError(rel, f"is a directory{at}")
         if code in (errno.ENXIO, errno.EOPNOTSUPP, errno.ENODEV):
-            return NotRegularFileError(rel, f"not a regular file{at}")
+            return NotRegularFileError(rel, f"not a regular file (a socket or device){at}")
         return SafeIOError(rel, f"{err.strerror or 'I/O error'}{at}")
 
     def _classify_component(self, rel: str, dir_fd: int, name: str, err: OSError) -> SafeIOError:
-        """After ELOOP/ENOTDIR on ``name``, look (without following) to say which it was."""
+        """After ELOOP/ENOTDIR on ``name``, say which it was.
+
+        ``O_NOFOLLOW`` fails with ELOOP only on a link, so ELOOP is always a link (even if a
+        concurrent swap has put something else there since). ENOTDIR is a link when
+        ``O_DIRECTORY | O_NOFOLLOW`` met one, else a file in the way.
+        """
+        link = SymlinkError(rel, f"{name!r} is a symbolic link; links are not followed")
+        if err.errno == errno.ELOOP:
+            return link
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
             return self._error(rel, err, name)
         if stat_mod.S_ISLNK(st.st_mode):
-            return SymlinkError(rel, f"{name!r} is a symbolic link; links are not followed")
-        if not stat_mod.S_ISDIR(st.st_mode):
-            return NotDirectoryError(rel, f"{name!r} is not a directory")
-        return self._error(rel, err, name)
+            return link
+        return NotDirectoryError(rel, f"{name!r} is not a directory")
 
     def _walk_dir(self, rel: str, root_fd: int, parts: Sequence[str], *, create: bool) -> int:
         """Open the directory ``parts`` one component at a time with O_NOFOLLOW."""
@@ -398,7 +404,7 @@ class Workspace:
             SymlinkError: A component or the file is a symbolic link.
             NotFoundError: Missing. NotDirectoryError: a parent is a file.
             IsDirectoryError: ``rel`` names a directory.
-            NotRegularFileError: FIFO, socket or device (never opened in blocking mode).
+            NotRegularFileError: FIFO, socket or device (opened only with ``O_NONBLOCK``).
             HardLinkError: ``st_nlink > 1``.
             TooLargeError: Larger than ``max_bytes`` (checked by ``fstat`` and while reading).
             StaleRootError, ClosedError, SafeIOError: See the class docstring.
@@ -407,42 +413,63 @@ class Workspace:
         root_fd = self._check(rel)
         if not parts:
             raise IsDirectoryError(rel, "is the workspace root, not a file")
-        dir_fd = self._open_dir(rel, root_fd, parts[:-1])
-        try:
-            name = parts[-1]
-            # Look before opening, so a FIFO or device is never opened at all.
-            self._require_file(rel, self._leaf_stat(rel, dir_fd, name))
-            try:
-                fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-            except OSError as err:
-                raise self._error(rel, err) from err
-        finally:
-            _close(dir_fd, root_fd)
+        fd = self._open_leaf(rel, root_fd, parts)
         try:
             st = os.fstat(fd)
-            self._require_file(rel, st)  # whatever was swapped in, judge what we opened
+            if not stat_mod.S_ISREG(st.st_mode) or st.st_nlink > 1:
+                self._require_file(rel, st)  # raises the precise refusal
             limit = self._max_bytes
             if st.st_size > limit:
                 raise TooLargeError(rel, f"is {st.st_size} bytes; the limit is {limit} bytes")
-            chunks: list[bytes] = []
-            total = 0
+            # Ask for one byte more than fstat promised: a short read of a regular file
+            # means end of file, so the common case is a single read(2).
             want = st.st_size + 1
-            while total <= limit:
-                chunk = os.read(fd, min(want, limit + 1 - total))
+            data = os.read(fd, want)
+            if len(data) < want:
+                return data
+            chunks = [data]
+            total = len(data)
+            while total <= limit:  # the file grew after fstat: keep going, capped
+                chunk = os.read(fd, min(65_536, limit + 1 - total))
                 if not chunk:
                     break
                 chunks.append(chunk)
                 total += len(chunk)
-                want = 65_536
             if total > limit:
                 raise TooLargeError(rel, f"grew past the limit of {limit} bytes while read")
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            return b"".join(chunks)
         except SafeIOError:
             raise
         except OSError as err:
             raise self._error(rel, err) from err
         finally:
             os.close(fd)
+
+    def _open_leaf(self, rel: str, root_fd: int, parts: tuple[str, ...]) -> int:
+        """Open an existing entry for reading: never following links, never blocking.
+
+        ``O_NONBLOCK`` keeps FIFOs and devices from blocking the open; the caller judges the
+        result with ``fstat`` (DESIGN.md: "O_NONBLOCK, then fstat").
+        """
+        if self._use_openat2:
+            for _ in range(_OPENAT2_RETRIES):
+                try:
+                    return _openat2.openat2(root_fd, "/".join(parts), _READ_FLAGS)
+                except OSError as err:
+                    if err.errno == errno.EAGAIN:
+                        continue
+                    if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                        break  # the walk below names the offending component (and refuses)
+                    raise self._error(rel, err) from err
+        dir_fd = self._open_dir(rel, root_fd, parts[:-1])
+        try:
+            return os.open(parts[-1], _READ_FLAGS, dir_fd=dir_fd)
+        except OSError as err:
+            if err.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise self._classify_component(rel, dir_fd, parts[-1], err) from err
+            raise self._error(rel, err) from err
+        finally:
+            _close(dir_fd, root_fd)
 
     def read_text(self, rel: str, encoding: str = "utf-8") -> str:
         """Read a regular file and decode it; line endings are kept exactly (no translation).
