@@ -244,13 +244,21 @@ class RoseBridge:
         return self._workspace
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """Every allowlisted tool Rose offered: ``{"name", "description", "inputSchema",
-        "readOnly"}``, sorted by name (copies; ``editor_debug`` is status only)."""
+        """Every allowlisted tool Rose offered at attach, sorted by name.
+
+        Returns:
+            Copies of ``{"name", "description", "inputSchema", "readOnly"}`` entries;
+            ``editor_debug``'s schema only allows ``{"action": "status"}``.
+        """
         return [copy.deepcopy(self._schemas[n]) for n in sorted(self._schemas)]
 
     def tool_schemas_for(self, role: Role) -> list[dict[str, Any]]:
-        """The tool schemas one role may see: planner and reviewer only the read-only ones,
-        the coder also editor_lint and editor_check."""
+        """The tool schemas one role may see.
+
+        Args:
+            role: planner and reviewer get only the read-only tools; the coder also gets
+                editor_lint and editor_check.
+        """
         return [s for s in self.tool_schemas() if role == "coder" or s["readOnly"]]
 
     def call_tool(
