@@ -102,7 +102,7 @@ def test_plain_line_and_build_run_the_verified_workflow(
 ) -> None:
     fake = fake_ollama(script)
     cfg = _cfg(h, tmp_path, workspace, fake.url)
-    stdin = "add a comment\n/build add it again\n/check compile\n"
+    stdin = "/tools\nadd a comment\n/build add it again\n/check compile\n"
     result = env.flow("tui", "--config", str(cfg), "--trusted", stdin=stdin)
     assert result.code == 0, result.stderr
     out = result.stdout
@@ -110,6 +110,8 @@ def test_plain_line_and_build_run_the_verified_workflow(
     assert "calc.py" in out
     assert "+    return a + b  # from the tui" in out  # the diff
     assert "check: passed" in out
+    # /tools in a trusted session: the coder writes and runs the configured checks.
+    assert "list_files, read_file, search_text, write_file, edit_file, run_check" in out
     assert (workspace / "calc.py").read_text() == FIXED
     # Fresh role contexts: every task's planner starts from a system prompt and one task.
     planners = [

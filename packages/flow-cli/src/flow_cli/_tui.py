@@ -47,9 +47,6 @@ HELP: tuple[tuple[str, str], ...] = (
     ("any other line", "a task, run exactly like /build"),
 )
 
-_READ_ONLY_TOOLS = ("list_files", "read_file", "search_text")
-_WRITE_TOOLS = ("write_file", "edit_file")
-
 
 class Tui:
     """One TUI session.
@@ -222,20 +219,18 @@ class Tui:
             self.console.print("[dim]Read-only session: the coder gets no write or check tools.[/]")
 
     def _tools(self, runtime: Runtime) -> dict[str, list[str]]:
-        from_runtime = getattr(runtime, "tool_names", None)
-        if callable(from_runtime):
-            return {str(k): [str(n) for n in v] for k, v in dict(from_runtime()).items()}
-        # The role sets documented by flow-core (DESIGN.md: "Tools").
-        coder = list(_READ_ONLY_TOOLS)
-        if self.opts.trusted:
-            coder += _WRITE_TOOLS
-            if self.rt.status().configured_checks:
-                coder.append("run_check")
-        return {
-            "planner": list(_READ_ONLY_TOOLS),
-            "coder": coder,
-            "reviewer": list(_READ_ONLY_TOOLS),
-        }
+        """Tool names per role, from flow-core's published role sets (DESIGN.md: "Tools").
+
+        Planner and reviewer read; the coder also writes and runs configured checks, but only
+        in a trusted session. Editor tools appear only with ``flow serve --nvim``.
+        """
+        from flow_core import FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+
+        readers = list(READ_ONLY_TOOL_NAMES)
+        coder = list(FILE_TOOL_NAMES) if self.opts.trusted else list(readers)
+        if self.opts.trusted and runtime.config.checks:
+            coder.append("run_check")
+        return {"planner": readers, "coder": coder, "reviewer": readers}
 
     def _installed(self) -> list[str] | None:
         from flow_core import BackendError
