@@ -75,6 +75,10 @@ class FrameReader:
                 return line
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def decode(line: bytes) -> Any:
     """Parse one frame into a JSON value.
 
@@ -95,7 +99,7 @@ def decode(line: bytes) -> Any:
     except UnicodeDecodeError as err:
         raise FrameError(PARSE_ERROR, f"frame is not valid UTF-8: {err.reason}") from err
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as err:
         raise FrameError(PARSE_ERROR, f"frame is not valid JSON: {err}") from err
 

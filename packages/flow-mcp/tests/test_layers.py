@@ -1,0 +1,273 @@
+"""In-process tests of the framing, session and tools layers (no subprocess)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+import flow_mcp
+from flow_core import Event, Report
+from flow_mcp import (
+    MAX_FRAME_BYTES,
+    FlowTools,
+    FrameError,
+    FrameReader,
+    FrameWriter,
+    JsonRpcError,
+    ProgressRelay,
+    Session,
+    tool_definitions,
+)
+from flow_mcp._framing import decode, encode
+from flow_mcp._tools import validate_arguments
+
+
+def test_public_names() -> None:
+    assert sorted(flow_mcp.__all__) == sorted(
+        [
+            "EDITOR_TIMEOUT_DEFAULT",
+            "EDITOR_TIMEOUT_MAX",
+            "EDITOR_TIMEOUT_MIN",
+            "LATEST_PROTOCOL_VERSION",
+            "MAX_FRAME_BYTES",
+            "SUPPORTED_PROTOCOL_VERSIONS",
+            "TOOL_NAMES",
+            "FlowTools",
+            "FrameError",
+            "FrameReader",
+            "FrameWriter",
+            "JsonRpcError",
+            "ProgressRelay",
+            "ServerOptions",
+            "Session",
+            "__version__",
+            "build_parser",
+            "main",
+            "parse_options",
+            "run_server",
+            "serve",
+            "tool_definitions",
+        ]
+    )
+    assert flow_mcp.LATEST_PROTOCOL_VERSION == "2025-11-25"
+    assert flow_mcp.SUPPORTED_PROTOCOL_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26")
+
+
+# --------------------------------------------------------------------------- framing
+
+
+@pytest.mark.parametrize(
+    "text", ["a\nb", "a\r\nb", "line\u2028sep\u2029para", "lone \udcff surrogate", "\x00\x1f", "é"]
+)
+def test_encode_is_one_ascii_line(text: str) -> None:
+    data = encode({"jsonrpc": "2.0", "id": 1, "result": {"text": text}})
+    assert data.endswith(b"\n")
+    assert data.count(b"\n") == 1
+    assert b"\r" not in data
+    assert data.isascii()
+    assert json.loads(data)["result"]["text"] == text
+
+
+def test_reader_limits_and_blank_lines() -> None:
+    frames = b"\n\r\n" + b"x" * 9 + b"\n" + b"y" * 10 + b"\n" + b"tail-without-newline"
+    reader = FrameReader(io.BufferedReader(io.BytesIO(frames)), limit=10)  # type: ignore[arg-type]
+    assert reader.read_line() == b"x" * 9
+    with pytest.raises(FrameError) as info:
+        reader.read_line()
+    assert info.value.fatal
+    assert info.value.code == -32600
+
+
+def test_reader_returns_a_last_line_without_newline_then_eof() -> None:
+    reader = FrameReader(io.BufferedReader(io.BytesIO(b"{}\r\nlast")))  # type: ignore[arg-type]
+    assert reader.read_line() == b"{}"
+    assert reader.read_line() == b"last"
+    assert reader.read_line() is None
+
+
+@pytest.mark.parametrize(
+    "raw", [b"NaN", b'{"x": Infinity}', b"[" * 200_000, b"\xc3\x28", b"Content-Length: 10"]
+)
+def test_decode_rejects_with_parse_error(raw: bytes) -> None:
+    with pytest.raises(FrameError) as info:
+        decode(raw)
+    assert info.value.code == -32700
+    assert not info.value.fatal
+
+
+def test_default_limit_is_4_mib() -> None:
+    assert MAX_FRAME_BYTES == 4 * 1024 * 1024
+
+
+# --------------------------------------------------------------------------- session
+
+
+class FakeHandler:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any], Any]] = []
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        return [{"name": "t", "inputSchema": {"type": "object"}}]
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress_token: str | int | None
+    ) -> dict[str, Any]:
+        self.calls.append((name, dict(arguments), progress_token))
+        if name == "boom":
+            raise RuntimeError("kaboom")
+        if name == "rpc":
+            raise JsonRpcError(-32602, "nope", {"why": 1})
+        return {"content": [], "isError": name == "bad"}
+
+
+@pytest.fixture
+def wired() -> Iterator[tuple[Session, FakeHandler, Any]]:
+    r, w = os.pipe()
+    handler = FakeHandler()
+    logs: list[str] = []
+    session = Session(handler, FrameWriter(w), server_version="9.9.9", log=logs.append)
+    reader = os.fdopen(r, "rb")
+
+    def replies() -> list[dict[str, Any]]:
+        os.close(w)
+        return [json.loads(line) for line in reader.read().splitlines()]
+
+    session.replies = replies  # type: ignore[attr-defined]
+    session.logs = logs  # type: ignore[attr-defined]
+    yield session, handler, replies
+    reader.close()
+
+
+def _ready(session: Session) -> None:
+    session.handle_message(
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "x"}}
+    )
+    session.handle_message({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def test_session_tool_calls_and_errors(wired: tuple[Session, FakeHandler, Any]) -> None:
+    session, handler, replies = wired
+    _ready(session)
+    assert session.state == "ready"
+    assert session.protocol_version == "2025-11-25"
+    call = {"jsonrpc": "2.0", "method": "tools/call"}
+    session.handle_message(
+        {**call, "id": 1, "params": {"name": "ok", "_meta": {"progressToken": 7}}}
+    )
+    session.handle_message({**call, "id": 2, "params": {"name": "boom"}})
+    session.handle_message({**call, "id": 3, "params": {"name": "rpc"}})
+    session.handle_message({**call, "id": 4, "params": {"name": "bad", "arguments": None}})
+    session.handle_message({"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    session.handle_message({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": None})
+    out = replies()
+    assert [r["id"] for r in out] == [0, 1, 2, 3, 4, 5, 6]
+    assert out[1]["result"] == {"content": [], "isError": False}
+    assert out[2]["error"]["code"] == -32603
+    assert "kaboom" in out[2]["error"]["message"]
+    assert out[3]["error"] == {"code": -32602, "message": "nope", "data": {"why": 1}}
+    assert out[4]["result"]["isError"] is True
+    assert out[5]["result"] == out[6]["result"] == {"tools": handler.list_tools()}
+    assert handler.calls[0] == ("ok", {}, 7)
+    logs = session.logs  # type: ignore[attr-defined]
+    assert any("tools/call id=4" in line and "isError" in line for line in logs)
+    assert any("tools/call id=2" in line and "-32603" in line for line in logs)
+
+
+def test_session_stop_flag_ends_serve(wired: tuple[Session, FakeHandler, Any]) -> None:
+    session, _, replies = wired
+    stop = [False]
+    session.stop_requested = lambda: stop[0]
+    lines = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    stop[0] = True
+    code = session.serve(FrameReader(io.BufferedReader(io.BytesIO(lines))))  # type: ignore[arg-type]
+    assert code == 0
+    assert [r["id"] for r in replies()] == [1]  # stopped after the first frame
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def test_tool_definitions_shape() -> None:
+    tools = tool_definitions()
+    assert [t["name"] for t in tools] == list(flow_mcp.TOOL_NAMES)
+    for tool in tools:
+        assert tool["inputSchema"]["additionalProperties"] is False
+        assert tool["outputSchema"]["type"] == "object"
+        assert set(tool["annotations"]) >= {"readOnlyHint", "openWorldHint"}
+    tools[0]["name"] = "changed"
+    assert tool_definitions()[0]["name"] == "flow_status"  # callers get copies
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "problem"),
+    [
+        ("flow_status", {}, None),
+        ("flow_check", {}, None),
+        ("flow_check", {"name": "lint"}, None),
+        ("flow_run", {"task": "t"}, None),
+        ("flow_run", {}, "missing"),
+        ("flow_run", {"task": None}, "string"),
+        ("flow_check", {"name": ""}, "empty"),
+        ("flow_status", {"a": 1}, "unexpected"),
+    ],
+)
+def test_validate_arguments(name: str, arguments: dict[str, Any], problem: str | None) -> None:
+    found = validate_arguments(name, arguments)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert problem in found
+
+
+class FakeRuntime:
+    def status(self) -> Report:
+        return Report(kind="status", ok=True, status="ok", flow_version="0")
+
+    def check(self, name: str | None = None) -> Report:
+        from flow_core import UnknownCheckError
+
+        raise UnknownCheckError(f"no check named {name!r}")
+
+    def run(self, task: str) -> Report:
+        return Report(kind="run", ok=False, status="unverified", flow_version="0", task=task)
+
+
+def test_flow_tools_results_and_error_reports() -> None:
+    tools = FlowTools(FakeRuntime(), workspace="/w", trusted=True)
+    ok = tools.call_tool("flow_status", {}, None)
+    assert ok["isError"] is False
+    assert json.loads(ok["content"][0]["text"]) == ok["structuredContent"]
+    failed = tools.call_tool("flow_check", {"name": "zzz"}, None)
+    assert failed["isError"] is True
+    report = failed["structuredContent"]
+    assert (report["kind"], report["status"], report["workspace"]) == ("check", "error", "/w")
+    assert report["errors"][0]["code"] == "check_unknown"
+    unverified = tools.call_tool("flow_run", {"task": "do"}, None)
+    assert unverified["isError"] is True
+    assert unverified["structuredContent"]["task"] == "do"
+    with pytest.raises(JsonRpcError) as info:
+        tools.call_tool("flow_nope", {}, None)
+    assert info.value.code == -32602
+
+
+def test_progress_relay_counts_up_only_with_a_token() -> None:
+    sent: list[dict[str, Any]] = []
+    relay = ProgressRelay(sent.append)
+    relay(Event(kind="run_started"))
+    assert sent == []
+    relay.start("tok")
+    relay(Event(kind="turn", role="coder", cycle=1, turn=2))
+    relay(Event(kind="check_finished", name="lint", ok=False))
+    relay.start(None)
+    relay(Event(kind="run_finished"))
+    assert [m["params"]["progress"] for m in sent] == [1, 2]
+    assert all(m["params"]["progressToken"] == "tok" for m in sent)
+    assert sent[0]["params"]["message"] == "turn role=coder cycle=1 turn=2"
+    assert sent[1]["params"]["message"] == "check_finished name=lint failed"
+    assert all(m["method"] == "notifications/progress" for m in sent)
