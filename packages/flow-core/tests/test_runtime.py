@@ -279,3 +279,16 @@ def test_on_event_errors_do_not_break_a_run(
         flow_config({"tests": TESTS}), backend=ScriptedBackend([text("plan")]), on_event=broken
     )
     assert rt.run("t").status == "read_only"
+
+
+def test_missing_workspace_is_an_error_report(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    cfg = flow_config({"tests": TESTS})
+    (ws / "app.py").unlink()
+    ws.rmdir()
+    report = Runtime(cfg, trusted=True, backend=ScriptedBackend([text("plan")])).run("t")
+    assert report.status == "error"
+    assert not report.ok
+    assert report.errors
+    assert report.errors[0].code == "root_invalid"

@@ -79,6 +79,7 @@ from flow_core._report import (
 )
 from flow_core._tools import ToolBox, ToolLedger
 from flow_core.skills import load_skill
+from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
     from flow_core._config import FlowConfig
@@ -312,6 +313,9 @@ class Runtime:
             status = "failed"
         except FlowError as err:
             self._error(err.code, err.message)
+            status = "error"
+        except SafeIOError as err:  # the workspace root is missing, replaced or unreadable
+            self._error(err.code, f"workspace unusable: {err}")
             status = "error"
         report = self._report("run", status, ok=status == "verified")
         self._emit("run_finished", ok=report.ok, detail={"status": status})

@@ -167,7 +167,7 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
         "Find lines containing a literal substring (case-sensitive) in workspace files.",
         {
             "query": {"type": "string", "minLength": 1},
-            "path": {"type": "string", "description": "only files under this relative prefix"},
+            "path": {"type": "string", "description": "only files under this relative directory"},
             "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_MATCHES},
         },
         ["query"],
