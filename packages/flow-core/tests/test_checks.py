@@ -186,3 +186,20 @@ def test_check_refused_while_a_buffer_is_dirty(tmp_path: Path) -> None:
     clean = run_check("t", check(cmd), cwd=tmp_path, editor=DirtyEditor(()))  # type: ignore[arg-type]
     assert clean.status == "passed"
     assert marker.exists()
+
+
+def test_keyboard_interrupt_kills_the_group_then_propagates(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"sleep 1000 & echo $$ > {pid_file}; sleep 1000"
+
+    def ctrl_c_once_started() -> bool:
+        if pid_file.exists() and pid_file.read_text().strip():
+            raise KeyboardInterrupt
+        return False
+
+    with pytest.raises(KeyboardInterrupt):
+        run_check(
+            "t", check(["/bin/sh", "-c", script]), cwd=tmp_path, should_stop=ctrl_c_once_started
+        )
+    assert not group_alive(int(pid_file.read_text()))
+    assert live_process_groups() == []

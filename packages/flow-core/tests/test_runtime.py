@@ -292,3 +292,41 @@ def test_missing_workspace_is_an_error_report(
     assert not report.ok
     assert report.errors
     assert report.errors[0].code == "root_invalid"
+
+
+def test_ctrl_c_during_check_kills_the_group_and_reports_interrupted(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    import os
+    import signal
+    import threading
+
+    from flow_core._checks import live_process_groups
+
+    pid_file = ws.parent / "pid"
+    slow = {
+        "cmd": ["/bin/sh", "-c", f"sleep 1000 & echo $$ > {pid_file}; sleep 1000"],
+        "kind": "test",
+    }
+    rt = Runtime(flow_config({"slow": slow}), trusted=True, backend=ScriptedBackend([]))
+    stop = threading.Event()
+
+    def press_ctrl_c() -> None:
+        # Wait for the check's group to exist and its script to have started, then SIGINT us.
+        while not stop.wait(0.01):
+            if live_process_groups() and pid_file.exists() and pid_file.read_text().strip():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+
+    helper = threading.Thread(target=press_ctrl_c)
+    helper.start()
+    try:
+        report = rt.check("slow")
+    finally:
+        stop.set()
+        helper.join()
+    assert (report.status, report.ok) == ("interrupted", False)
+    leader = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(leader, 0)  # the leader was reaped by Flow
+    assert live_process_groups() == []
