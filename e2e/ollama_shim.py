@@ -49,7 +49,8 @@ class OllamaShim:
 
     Args:
         upstream: the OpenAI-compatible API root (``http://127.0.0.1:PORT/v1``).
-        model: the name to publish (and to accept) as the one installed model.
+        models: published Ollama model name → the upstream model name to request (one
+            entry per "installed" model).
         n_ctx: the context length reported by ``/api/show``.
         timeout: seconds for one upstream request.
 
@@ -59,10 +60,15 @@ class OllamaShim:
     """
 
     def __init__(
-        self, upstream: str, model: str, *, n_ctx: int = 8192, timeout: float = 300.0
+        self,
+        upstream: str,
+        models: Mapping[str, str],
+        *,
+        n_ctx: int = 8192,
+        timeout: float = 300.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
-        self.model = model
+        self.models = dict(models)
         self.n_ctx = n_ctx
         self.timeout = timeout
         self.requests: list[tuple[str, str, Any]] = []
@@ -108,21 +114,24 @@ class OllamaShim:
 
     # -- translation ----------------------------------------------------------------------
 
-    def known(self, name: Any) -> bool:
-        return isinstance(name, str) and name in (self.model, self.model + ":latest")
+    def upstream_name(self, name: Any) -> str | None:
+        """The upstream model for a requested Ollama name (``NAME`` or ``NAME:latest``)."""
+        if not isinstance(name, str):
+            return None
+        return self.models.get(name) or self.models.get(name.removesuffix(":latest"))
 
     def tags(self) -> dict[str, Any]:
-        digest = hashlib.sha256(self.model.encode()).hexdigest()
         return {
             "models": [
                 {
-                    "name": self.model,
-                    "model": self.model,
+                    "name": name,
+                    "model": name,
                     "modified_at": _now(),
                     "size": 0,
-                    "digest": digest,
+                    "digest": hashlib.sha256(name.encode()).hexdigest(),
                     "details": _details(),
                 }
+                for name in self.models
             ]
         }
 
@@ -144,7 +153,7 @@ class OllamaShim:
     def chat(self, body: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
         """Forward one ``/api/chat`` body; returns the final Ollama message object and ns."""
         upstream: dict[str, Any] = {
-            "model": self.model,
+            "model": self.upstream_name(body.get("model")),
             "messages": _openai_messages(body.get("messages") or []),
             "stream": False,
         }
@@ -185,7 +194,7 @@ class OllamaShim:
             calls.append({"function": {"name": fn.get("name"), "arguments": args}})
         usage = data.get("usage") or {}
         final = {
-            "model": body.get("model") or self.model,
+            "model": body.get("model"),
             "created_at": _now(),
             "message": {"role": "assistant", "content": message.get("content") or ""},
             "done_reason": _DONE_REASON.get(choice.get("finish_reason") or "stop", "stop"),
@@ -259,7 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/api/show":
             name = body.get("model", body.get("name"))
-            if not self.owner.known(name):
+            if self.owner.upstream_name(name) is None:
                 self._json(404, {"error": f"model '{name}' not found"})
                 return
             self._json(200, self.owner.show())
@@ -268,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": "not found"})
             return
         name = body.get("model")
-        if not self.owner.known(name):
+        if self.owner.upstream_name(name) is None:
             self._json(404, {"error": f"model '{name}' not found, try pulling it first"})
             return
         try:
