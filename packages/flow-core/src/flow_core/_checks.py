@@ -116,10 +116,18 @@ def _group_members_alive(pgid: int) -> bool:
     return False
 
 
-def _leader_exited(pid: int) -> bool:
-    """Has the leader exited? Does not reap it (so its pgid cannot be reused yet)."""
+_HAVE_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
+
+
+def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Has the leader exited? Where ``waitid(WNOWAIT)`` exists it is not reaped yet, so its
+    pgid cannot be reused while the rest of the group is killed; elsewhere it is reaped."""
+    if proc.returncode is not None:
+        return True
+    if not _HAVE_WAITID:
+        return proc.poll() is not None
     try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
         return True
     return info is not None
@@ -140,7 +148,7 @@ def _terminate(entry: _Live, grace_s: float) -> None:
             finally:
                 os.close(pidfd)
     else:
-        while time.monotonic() < deadline and not _leader_exited(entry.proc.pid):
+        while time.monotonic() < deadline and not _leader_exited(entry.proc):
             time.sleep(0.005)
     _signal_group(entry.pgid, signal.SIGKILL)
 
@@ -164,7 +172,7 @@ def kill_all_process_groups(*, grace_s: float = GRACE_S, owner: object | None = 
         _signal_group(e.pgid, signal.SIGTERM)
     if entries:
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and not all(_leader_exited(e.proc.pid) for e in entries):
+        while time.monotonic() < deadline and not all(_leader_exited(e.proc) for e in entries):
             time.sleep(0.005)
     for e in entries:
         _signal_group(e.pgid, signal.SIGKILL)
@@ -386,7 +394,7 @@ def _pump(
                     del buf[: len(buf) - OUTPUT_TAIL_BYTES]
             if not leader_done:
                 leader_done = (pidfd >= 0 and pidfd in ready) or (
-                    pidfd < 0 and _leader_exited(proc.pid)
+                    pidfd < 0 and _leader_exited(proc)
                 )
                 if leader_done and pipe_open:
                     # Background children may hold the pipe open; the check is over when its
