@@ -42,14 +42,20 @@ def _load() -> Any:
     libc = ctypes.CDLL(None, use_errno=True)
     fn = libc.syscall
     fn.restype = ctypes.c_long
-    fn.argtypes = (
-        ctypes.c_long,
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.POINTER(_OpenHow),
-        ctypes.c_size_t,
-    )
+    # No argtypes: every argument below is passed as an explicit ctypes value or pointer,
+    # which is both correct for the variadic syscall(2) and cheaper per call.
     return fn
+
+
+_NR = ctypes.c_long(_SYS_OPENAT2)
+_HOW_SIZE = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
+
+
+@functools.lru_cache(maxsize=64)
+def _how(flags: int, mode: int) -> tuple[_OpenHow, Any]:
+    # Read-only after creation, so one instance per (flags, mode) is shared by all threads.
+    how = _OpenHow(flags, mode, RESOLVE_FLAGS)
+    return how, ctypes.byref(how)
 
 
 def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
@@ -69,10 +75,8 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
             ``EXDEV`` for a step outside ``dir_fd``, ``ENOENT``, ``ENOTDIR``, ``EAGAIN``
             (a concurrent rename; the caller may retry), ``ENOSYS`` where unsupported.
     """
-    how = _OpenHow(flags, mode, RESOLVE_FLAGS)
-    fd = int(
-        _load()(_SYS_OPENAT2, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
-    )
+    ref = _how(flags, mode)[1]
+    fd = int(_load()(_NR, ctypes.c_int(dir_fd), os.fsencode(path), ref, _HOW_SIZE))
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), path)
