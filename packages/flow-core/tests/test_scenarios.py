@@ -599,3 +599,53 @@ def test_status_makes_no_request_and_never_imports_httpx(ws: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "OK"
+
+
+def _changes_file_during_review(ws: Path) -> Any:
+    def reviewer(messages: list[ChatMessage], tools: Sequence[Mapping[str, Any]]) -> ChatResponse:
+        (ws / "app.py").write_text("x = 2  # touched\n")
+        return review(True)
+
+    return reviewer
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "within_budgets",
+        "required_checks_passed",
+        "static_coverage",
+        "review_approved",
+        "unchanged",
+    ],
+)
+def test_runtime_never_verifies_when_one_condition_fails(
+    ws: Path, flow_config: Callable[..., FlowConfig], broken: str
+) -> None:
+    """The same good run, with exactly one of the five conditions broken at the source."""
+    checks: dict[str, Any] = dict(CHECKS)
+    agent: dict[str, Any] = {"max_cycles": 1}
+    coder: list[Any] = [edit("x = 1", "x = 2"), text("done")]
+    reviewer: Any = review(True)
+    if broken == "within_budgets":
+        agent["max_iterations"] = 1
+        coder = [edit("x = 1", "x = 2")]  # the coder never gets to finish
+    elif broken == "required_checks_passed":
+        checks["tests"] = {**TESTS, "cmd": [PY, "-c", "raise SystemExit(1)"]}
+    elif broken == "static_coverage":
+        checks["lint"] = {**LINT, "filetypes": ["rust"]}
+    elif broken == "review_approved":
+        reviewer = review(False, "no")
+    else:
+        reviewer = _changes_file_during_review(ws)
+    replies = [PLAN, *coder]
+    if broken not in ("within_budgets", "required_checks_passed"):
+        replies.append(reviewer)
+    rt, _ = runtime(flow_config(checks, agent=agent), replies)
+    report = rt.run("set x to 2")
+    consistent(report)
+    assert not report.verified
+    assert report.status == "unverified"
+    assert report.verification is not None
+    failed = {n for n, ok in report.verification.conditions.model_dump().items() if not ok}
+    assert broken in failed
