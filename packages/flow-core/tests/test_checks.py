@@ -203,3 +203,17 @@ def test_keyboard_interrupt_kills_the_group_then_propagates(tmp_path: Path) -> N
         )
     assert not group_alive(int(pid_file.read_text()))
     assert live_process_groups() == []
+
+
+def test_escaped_process_holding_the_pipe_does_not_stall_a_finished_check(tmp_path: Path) -> None:
+    # A grandchild in its own session keeps stdout open; the leader's exit still ends the check.
+    code = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(3)'], "
+        "start_new_session=True)\n"
+        "print('leader done')"
+    )
+    result = run_check("t", check([PY, "-c", code], timeout=20_000), cwd=tmp_path)
+    assert result.status == "passed"
+    assert "leader done" in result.output_tail
+    assert result.duration_ms < 2_500

@@ -18,7 +18,6 @@ the MCP server's SIGTERM handlers) can call :func:`kill_all_process_groups`.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import select
 import signal
@@ -50,6 +49,8 @@ OUTPUT_TAIL_BYTES = 16 * 1024
 #: Seconds between SIGTERM and SIGKILL when a check's group is terminated.
 GRACE_S = 0.5
 _READ_CHUNK = 65536
+#: Seconds the pipe is still read after the leader exited (escaped processes may hold it).
+_AFTER_EXIT_S = 0.5
 _HAVE_PIDFD = hasattr(os, "pidfd_open")
 
 
@@ -144,7 +145,9 @@ def _terminate(entry: _Live, grace_s: float) -> None:
             pidfd = -1
         if pidfd >= 0:
             try:
-                select.select([pidfd], [], [], max(0.0, grace_s))
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                poller.poll(max(0, int(grace_s * 1000)))
             finally:
                 os.close(pidfd)
     else:
@@ -345,8 +348,13 @@ def _pump(
 ) -> tuple[bytes, bool]:
     """Drain output until the leader exits and the pipe closes, or the deadline passes.
 
-    Returns the output tail and whether the timeout fired. Always leaves the group killed and
-    the leader exited (not yet reaped).
+    Uses ``poll`` (no ``FD_SETSIZE`` limit) on the pipe and, on Linux, a pidfd for the leader.
+    Once the leader has exited, the rest of its group is killed and the pipe is drained for at
+    most ``_AFTER_EXIT_S`` (a process that escaped the group could hold it open forever).
+
+    Returns:
+        The output tail and whether the timeout fired. The group has been signalled and the
+        leader has exited (it is not reaped yet).
     """
     proc = entry.proc
     assert proc.stdout is not None
@@ -359,7 +367,11 @@ def _pump(
             pidfd = os.pidfd_open(proc.pid)
         except OSError:
             pidfd = -1
-    poll_s = 0.05 if (pidfd >= 0 and should_stop is None) else 0.01
+    poller = select.poll()
+    poller.register(out_fd, select.POLLIN)
+    if pidfd >= 0:
+        poller.register(pidfd, select.POLLIN)
+    poll_ms = 50 if (pidfd >= 0 and should_stop is None) else 10
     pipe_open = True
     leader_done = False
     timed_out = False
@@ -370,41 +382,34 @@ def _pump(
                 break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                timed_out = True
+                timed_out = not leader_done
                 break
-            fds = [out_fd] if pipe_open else []
-            if pidfd >= 0 and not leader_done:
-                fds.append(pidfd)
-            wait = min(remaining, poll_s)
-            ready = select.select(fds, [], [], wait)[0] if fds else []
-            if not fds:
-                time.sleep(wait)  # nothing to wait on: only reachable without pidfd support
+            ready = {fd for fd, _ in poller.poll(min(poll_ms, max(1, int(remaining * 1000))))}
             if out_fd in ready:
                 try:
                     chunk = os.read(out_fd, _READ_CHUNK)
-                except OSError as err:
-                    if err.errno != errno.EINTR:
-                        pipe_open = False
+                except InterruptedError:
                     chunk = b""
+                except OSError:
+                    chunk, pipe_open = b"", False
                 else:
-                    if not chunk:
-                        pipe_open = False
+                    pipe_open = bool(chunk)
+                if not pipe_open:
+                    poller.unregister(out_fd)
                 buf += chunk
                 if len(buf) > 2 * OUTPUT_TAIL_BYTES:
                     del buf[: len(buf) - OUTPUT_TAIL_BYTES]
             if not leader_done:
-                leader_done = (pidfd >= 0 and pidfd in ready) or (
-                    pidfd < 0 and _leader_exited(proc)
-                )
-                if leader_done and pipe_open:
-                    # Background children may hold the pipe open; the check is over when its
-                    # leader is. Kill the rest of the group and read what is left.
+                leader_done = pidfd in ready if pidfd >= 0 else _leader_exited(proc)
+                if leader_done:
+                    if pidfd >= 0:
+                        poller.unregister(pidfd)
+                    # The check is over when its leader is: kill what it left behind, then
+                    # read what is still buffered for a short while at most.
                     _signal_group(entry.pgid, signal.SIGKILL)
+                    deadline = min(deadline, time.monotonic() + _AFTER_EXIT_S)
             if leader_done and not pipe_open:
                 break
-            if leader_done and pipe_open and out_fd not in ready:
-                # Group killed; the pipe closes once every member is gone.
-                continue
     finally:
         if pidfd >= 0:
             os.close(pidfd)
@@ -420,7 +425,9 @@ def _pump(
 def _drain(fd: int) -> bytes:
     """Read what is already buffered in the pipe without blocking."""
     out = bytearray()
-    while select.select([fd], [], [], 0)[0]:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    while poller.poll(0):
         try:
             chunk = os.read(fd, _READ_CHUNK)
         except OSError:

@@ -285,7 +285,7 @@ class ToolBox:
                     continue
                 if name in _EDITOR_CODER_ONLY and not writes:
                     continue
-                if role != "coder" and not spec.get("readOnly", False):
+                if not writes and not spec.get("readOnly", False):
                     continue
                 handlers[name] = self._editor_tool(name)
                 params = spec.get("inputSchema") or {"type": "object", "properties": {}}
