@@ -330,3 +330,10 @@ def test_ctrl_c_during_check_kills_the_group_and_reports_interrupted(
     with pytest.raises(ProcessLookupError):
         os.kill(leader, 0)  # the leader was reaped by Flow
     assert live_process_groups() == []
+
+
+def test_runtime_is_a_context_manager(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
+    backend = ScriptedBackend([text("plan")])
+    with Runtime(flow_config(), backend=backend) as rt:
+        assert rt.run("t").status == "read_only"
+    assert backend.closed

@@ -373,6 +373,12 @@ class Runtime:
                 close()
             self._workspace = None
 
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     # -- state ----------------------------------------------------------------------------------
 
     def _reset(self) -> None:
