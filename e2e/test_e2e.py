@@ -29,8 +29,6 @@ from ollama_shim import OllamaShim
 
 import flow_core
 
-pytestmark = pytest.mark.model
-
 #: Wall-clock limit for one Flow run (the agent budgets keep real runs far below it).
 RUN_TIMEOUT_S = 600
 #: Flow's own share of a run's wall time (everything but model and check time) must be below.
@@ -204,6 +202,27 @@ def run_cli(config: Path, env: Mapping[str, str]) -> tuple[subprocess.CompletedP
     return proc, time.monotonic() - started
 
 
+def test_sample_project_bug_is_real_and_fixable(tmp_path: Path) -> None:
+    """No model: the shipped bug fails the test check, and the one-line fix passes both."""
+    project = harness.copy_sample(tmp_path / "project")
+    env = harness.flow_env(tmp_path / "home")
+
+    def run(argv: list[str]) -> int:
+        return subprocess.run(
+            argv, cwd=project, env=env, capture_output=True, check=False
+        ).returncode
+
+    assert run(harness.tests_argv()) != 0
+    assert run(harness.lint_argv()) == 0
+    calc = project / "calc.py"
+    source = calc.read_text(encoding="utf-8")
+    assert source.count("range(start, stop)") == 1
+    calc.write_text(source.replace("range(start, stop)", "range(start, stop + 1)"), "utf-8")
+    assert run(harness.tests_argv()) == 0
+    assert run(harness.lint_argv()) == 0
+
+
+@pytest.mark.model
 def test_flow_run_cli_openai_backend(
     model_server: modelserver.ModelServer, sandbox: dict[str, Path]
 ) -> None:
@@ -231,6 +250,7 @@ def test_flow_run_cli_openai_backend(
     )
 
 
+@pytest.mark.model
 def test_flow_run_mcp_sdk_client(
     model_server: modelserver.ModelServer, sandbox: dict[str, Path]
 ) -> None:
@@ -286,6 +306,7 @@ def test_flow_run_mcp_sdk_client(
     )
 
 
+@pytest.mark.model
 def test_ollama_backend_through_shim(
     model_server: modelserver.ModelServer, sandbox: dict[str, Path]
 ) -> None:
