@@ -241,6 +241,8 @@ def _fifo_read(impl: Any, env: Env) -> Any:
         fd = os.open(path, os.O_WRONLY)  # blocks until someone opens the FIFO for reading
         try:
             os.write(fd, FIFO_MARK)
+        except BrokenPipeError:
+            pass  # the reader opened (non-blocking), looked, refused and closed
         finally:
             os.close(fd)
 
@@ -264,35 +266,33 @@ def _fifo_read(impl: Any, env: Env) -> Any:
 def _fifo_write(impl: Any, env: Env) -> Any:
     path = env.ws / "pipe"
     box: dict[str, Any] = {}
+    # Hold the read end first (O_NONBLOCK: no wait), so a naive open for writing succeeds
+    # at once and its bytes land in the pipe, where we can see them.
+    rfd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
 
-    def writer() -> None:
-        try:
-            impl.write_bytes("pipe", PAYLOAD)
-        except BaseException as err:
-            box["error"] = err
+        def writer() -> None:
+            try:
+                impl.write_bytes("pipe", PAYLOAD)
+            except BaseException as err:
+                box["error"] = err
 
-    def drain() -> None:
-        fd = os.open(path, os.O_RDONLY)  # blocks until someone opens it for writing
+        wrt = threading.Thread(target=writer, daemon=True)
+        wrt.start()
+        wrt.join(JOIN_S)
+        assert not wrt.is_alive(), "the write blocked on a FIFO"
         chunks = []
-        try:
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        box["drained"] = b"".join(chunks)
-
-    dt = threading.Thread(target=drain, daemon=True)
-    wrt = threading.Thread(target=writer, daemon=True)
-    dt.start()
-    wrt.start()
-    wrt.join(JOIN_S)
-    assert not wrt.is_alive(), "the write blocked on a FIFO"
-    if dt.is_alive():
-        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
-        os.close(fd)  # the drain sees a writer come and go, then EOF
-        dt.join(JOIN_S)
-    assert not dt.is_alive()
-    env_box[id(env)] = box.get("drained", b"")
+        while True:
+            try:
+                chunk = os.read(rfd, 65536)
+            except BlockingIOError:
+                break  # a writer is still attached but wrote nothing more
+            if not chunk:
+                break  # no writer attached any more: end of stream
+            chunks.append(chunk)
+    finally:
+        os.close(rfd)
+    env_box[id(env)] = b"".join(chunks)
     if "error" in box:
         raise box["error"]
     return None

@@ -249,6 +249,26 @@ def test_protected_is_readable_not_writable(ws: Workspace) -> None:
     assert isinstance(info.value, PermissionError)
     assert (_root(ws) / "conf" / "flow.toml").read_bytes() == b"k = 1\n"
     ws.write_bytes("conf/other.toml", b"ok")  # siblings stay writable
+    with pytest.raises(ProtectedPathError):
+        ws.write_bytes("CONF/Flow.TOML", b"x")  # the same file on a case-insensitive disk
+    assert not (_root(ws) / "CONF").exists()
+
+
+def test_protected_compares_unicode_normal_forms(tmp_path: Path) -> None:
+    with Workspace(tmp_path, protected=["caf\u00e9.toml"]) as w:
+        with pytest.raises(ProtectedPathError):
+            w.write_bytes("cafe\u0301.toml", b"x")
+        w.write_bytes("cafe.toml", b"x")
+
+
+def test_resolver_choice(tmp_path: Path) -> None:
+    with Workspace(tmp_path, resolver="walk") as w:
+        assert w.resolver == "walk"
+    with Workspace(tmp_path) as w:
+        expected = "openat2" if flow_safeio.openat2_available() else "walk"
+        assert w.resolver == expected
+    with pytest.raises(RootError):
+        Workspace(tmp_path, resolver="magic")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- metadata, listing, walking

@@ -16,6 +16,7 @@ import errno
 import heapq
 import os
 import stat as stat_mod
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -142,7 +143,7 @@ class Workspace:
         max_bytes: Cap on one read or write, in bytes (default 262144 = 256 KiB).
         protected: Relative paths that may be read but never written (operator
             configuration). A protected directory protects everything beneath it. Compared
-            after normalisation and case-insensitively.
+            after path normalisation, Unicode NFC and case folding.
         resolver: ``"auto"`` (default) resolves with Linux ``openat2`` where available and
             the ``O_NOFOLLOW`` walk elsewhere; ``"openat2"`` requires it; ``"walk"`` forces
             the walk. Both give the same answers; the switch exists so tests can run each.
@@ -179,7 +180,7 @@ class Workspace:
         if isinstance(protected, str):
             protected = (protected,)
         self._protected: tuple[tuple[str, ...], ...] = tuple(
-            tuple(c.casefold() for c in split_path(p)) for p in protected
+            _fold(split_path(p)) for p in protected
         )
         self._root = root_str
         self._max_bytes = max_bytes
@@ -271,7 +272,7 @@ class Workspace:
         return self._fd
 
     def _check_writable(self, rel: str, parts: tuple[str, ...]) -> None:
-        folded = tuple(c.casefold() for c in parts)
+        folded = _fold(parts)
         for prot in self._protected:
             if folded[: len(prot)] == prot:
                 raise ProtectedPathError(rel, "protected path: it may be read but not written")
@@ -763,6 +764,12 @@ class Workspace:
         files.sort()
         dirs.sort()
         return files, dirs
+
+
+def _fold(parts: tuple[str, ...]) -> tuple[str, ...]:
+    # Protected paths must also hold on case-insensitive or normalising file systems
+    # (macOS stores "e" + U+0301 and U+00E9 as one name), so compare NFC-casefolded forms.
+    return tuple(unicodedata.normalize("NFC", c).casefold() for c in parts)
 
 
 def _listable(e: os.DirEntry[str]) -> bool:
