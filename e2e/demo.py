@@ -205,6 +205,12 @@ def summary(report: dict[str, Any], code: int, wall_s: float, described: str) ->
 
 
 def main() -> int:
+    missing = harness.check_prerequisites()
+    if missing:
+        for problem in missing:
+            say(problem)
+        say("the checks would fail for that reason, not for the bug; install pytest and ruff")
+        return 2
     work = Path(tempfile.mkdtemp(prefix="flow-demo-"))
     keep = os.environ.get("FLOW_DEMO_KEEP") == "1"
     try:

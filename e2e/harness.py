@@ -60,6 +60,18 @@ def lint_argv() -> list[str]:
     )
 
 
+def check_prerequisites() -> list[str]:
+    """What the operator's checks need but this environment lacks (empty when all is there)."""
+    problems = []
+    if importlib.util.find_spec("pytest") is None:
+        problems.append(f"pytest is not installed for {sys.executable} (the test check runs it)")
+    try:
+        lint_argv()
+    except RuntimeError as err:
+        problems.append(str(err))
+    return problems
+
+
 @dataclass(frozen=True)
 class Backend:
     """Which server a config points Flow at, and the model name for each role."""

@@ -207,19 +207,26 @@ def test_sample_project_bug_is_real_and_fixable(tmp_path: Path) -> None:
     project = harness.copy_sample(tmp_path / "project")
     env = harness.flow_env(tmp_path / "home")
 
-    def run(argv: list[str]) -> int:
-        return subprocess.run(
-            argv, cwd=project, env=env, capture_output=True, check=False
-        ).returncode
+    def run(argv: list[str]) -> tuple[int, str]:
+        proc = subprocess.run(
+            argv, cwd=project, env=env, capture_output=True, text=True, check=False
+        )
+        return proc.returncode, proc.stdout + proc.stderr
 
-    assert run(harness.tests_argv()) != 0
-    assert run(harness.lint_argv()) == 0
+    assert harness.check_prerequisites() == []
+    code, output = run(harness.tests_argv())
+    assert code == 1, output  # pytest's "tests failed", not a usage or import error
+    assert "2 failed, 1 passed" in output, output
+    assert "assert 3 == 6" in output, output
+    assert run(harness.lint_argv()) == (0, "All checks passed!\n")
     calc = project / "calc.py"
     source = calc.read_text(encoding="utf-8")
     assert source.count("range(start, stop)") == 1
     calc.write_text(source.replace("range(start, stop)", "range(start, stop + 1)"), "utf-8")
-    assert run(harness.tests_argv()) == 0
-    assert run(harness.lint_argv()) == 0
+    code, output = run(harness.tests_argv())
+    assert code == 0, output
+    assert "3 passed" in output
+    assert run(harness.lint_argv())[0] == 0
 
 
 @pytest.mark.model
