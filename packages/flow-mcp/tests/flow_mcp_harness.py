@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -249,7 +250,9 @@ class RawServer:
     # -- ending
     def close_stdin(self) -> None:
         if not self.stdin.closed:
-            self.stdin.close()
+            # Data left in the buffer after the server stopped reading cannot be delivered.
+            with contextlib.suppress(BrokenPipeError):
+                self.stdin.close()
 
     def wait(self) -> int:
         return self.proc.wait(timeout=DEADLINE_S)

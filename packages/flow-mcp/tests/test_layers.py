@@ -271,3 +271,27 @@ def test_progress_relay_counts_up_only_with_a_token() -> None:
     assert sent[0]["params"]["message"] == "turn role=coder cycle=1 turn=2"
     assert sent[1]["params"]["message"] == "check_finished name=lint failed"
     assert all(m["method"] == "notifications/progress" for m in sent)
+
+
+def test_a_signal_during_a_write_is_deferred_until_the_frame_is_whole() -> None:
+    import signal
+
+    from flow_mcp._server import _Stop
+
+    r, w = os.pipe()
+    try:
+        writer = FrameWriter(w)
+        stop = _Stop(writer)
+        writer.busy = True  # as if the signal arrived in the middle of os.write
+        stop.handler(signal.SIGTERM, None)
+        assert stop.code == 143
+        writer.busy = False
+        with pytest.raises(KeyboardInterrupt):
+            writer.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
+        assert json.loads(os.read(r, 1000))["method"] == "notifications/progress"
+        writer.send({"jsonrpc": "2.0", "id": 1, "result": {}})  # delivered once only
+        stop.handler(signal.SIGINT, None)  # a second signal changes nothing
+        assert stop.code == 143
+    finally:
+        os.close(r)
+        os.close(w)

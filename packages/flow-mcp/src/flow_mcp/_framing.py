@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from typing import Any, BinaryIO, Final
 
 #: Largest accepted frame in bytes, newline included (4 MiB). Longer lines end the session.
@@ -127,6 +128,8 @@ class FrameWriter:
         #: True while a frame is being written; a signal handler must not interrupt then, or
         #: the client would receive half a line.
         self.busy = False
+        #: Called after each whole frame (the server uses it to deliver a deferred signal).
+        self.after_write: Callable[[], None] | None = None
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one message.
@@ -152,3 +155,5 @@ class FrameWriter:
                     data = data[written:]
             finally:
                 self.busy = False
+        if self.after_write is not None:
+            self.after_write()

@@ -227,18 +227,27 @@ class _Stop:
 
     The handler raises ``KeyboardInterrupt`` (the runtime turns that into an "interrupted"
     report after killing its check process groups), except while a frame is being written:
-    then it only records the signal, and the session stops after that frame is whole.
+    then the interrupt is deferred until that frame is whole.
     """
 
     def __init__(self, writer: FrameWriter) -> None:
         self.code: int | None = None
         self._writer = writer
+        self._deferred = False
+        writer.after_write = self._after_write
 
     def handler(self, signum: int, frame: FrameType | None) -> None:
         if self.code is not None:
             return  # already stopping: let the cleanup finish
         self.code = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
-        if not self._writer.busy:
+        if self._writer.busy:
+            self._deferred = True
+            return
+        raise KeyboardInterrupt
+
+    def _after_write(self) -> None:
+        if self._deferred:
+            self._deferred = False
             raise KeyboardInterrupt
 
 
