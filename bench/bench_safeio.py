@@ -3,9 +3,10 @@
 Workload: 1,000 files of 4 KiB in nested folders (10 x 10 directories, 10 files each).
 Reads: ``Workspace.read_bytes`` against ``open(path, "rb").read()``.
 Writes: ``Workspace.write_bytes`` (temp file, fsync, renameat, directory fsync) against a plain
-``write`` + ``fsync`` + ``os.replace``.
-The sides alternate every 50 files (swapping which goes first); each side's time is the median
-over repetitions of its total for all 1,000 files.
+``write`` + ``fsync`` + ``os.replace`` (the target's baseline), and again against that baseline
+plus the directory ``fsync`` (like for like).
+The sides alternate every 20 files (swapping which goes first); the reported ratio is the median
+of safe/plain over those adjacent batch pairs, next to the median totals for all 1,000 files.
 Prints one JSON object; exit status 0 whether or not the targets are met (the JSON says).
 
 Usage: python bench/bench_safeio.py [--reps N] [--write-reps N]
@@ -30,7 +31,7 @@ from flow_safeio import Workspace, openat2_available
 FILES = 1000
 SIZE = 4096
 TARGET = 1.5
-BATCH = 50
+BATCH = 20
 
 
 def rel_paths() -> list[str]:
@@ -53,14 +54,16 @@ def timed(fn: Callable[[slice], None], part: slice) -> float:
 def side_by_side(
     plain: Callable[[slice], None], safe: Callable[[slice], None], reps: int
 ) -> dict[str, float]:
-    """Time both sides over all files, ``reps`` times; return medians and their ratio.
+    """Time both sides over all files, ``reps`` times; return medians and the ratio.
 
-    The two sides alternate every ``BATCH`` files (and swap which goes first each batch), so
-    that both see the same machine: on a shared disk, fsync latency drifts by several times
-    within seconds, and coarse interleaving would measure the drift, not the library.
+    The two sides alternate every ``BATCH`` files (swapping which goes first each time), so
+    both see the same machine: on a shared disk, fsync latency drifts by several times within
+    seconds. ``ratio`` is the median over all adjacent batch pairs of safe/plain time, which
+    that drift cannot bias; the per-repetition totals are reported too.
     """
     plain_t: list[float] = []
     safe_t: list[float] = []
+    pair_ratios: list[float] = []
     warm = slice(0, BATCH)
     plain(warm)
     safe(warm)
@@ -69,20 +72,25 @@ def side_by_side(
         for k, start in enumerate(range(0, FILES, BATCH)):
             part = slice(start, start + BATCH)
             if k % 2 == 0:
-                p_sum += timed(plain, part)
-                s_sum += timed(safe, part)
+                p = timed(plain, part)
+                s = timed(safe, part)
             else:
-                s_sum += timed(safe, part)
-                p_sum += timed(plain, part)
+                s = timed(safe, part)
+                p = timed(plain, part)
+            p_sum += p
+            s_sum += s
+            pair_ratios.append(s / p)
         plain_t.append(p_sum)
         safe_t.append(s_sum)
-    p, s = statistics.median(plain_t), statistics.median(safe_t)
+    p_med, s_med = statistics.median(plain_t), statistics.median(safe_t)
     return {
-        "plain_s": round(p, 4),
-        "safeio_s": round(s, 4),
-        "ratio": round(s / p, 3),
-        "plain_us_per_file": round(p / FILES * 1e6, 1),
-        "safeio_us_per_file": round(s / FILES * 1e6, 1),
+        "ratio": round(statistics.median(pair_ratios), 3),
+        "ratio_of_median_totals": round(s_med / p_med, 3),
+        "plain_s": round(p_med, 4),
+        "safeio_s": round(s_med, 4),
+        "plain_us_per_file": round(p_med / FILES * 1e6, 1),
+        "safeio_us_per_file": round(s_med / FILES * 1e6, 1),
+        "pairs": len(pair_ratios),
     }
 
 
@@ -127,6 +135,21 @@ def main() -> int:
                         os.fsync(f.fileno())
                     os.replace(tmp, p)
 
+            plain_dirs = sorted({os.path.dirname(p) for p in plain_abs})
+            dir_fds = {d: os.open(d, os.O_RDONLY | os.O_DIRECTORY) for d in plain_dirs}
+
+            def plain_write_durable(part: slice) -> None:
+                # The same as plain_write plus the directory fsync that makes the rename
+                # itself durable: the like-for-like baseline for flow-safeio's protocol.
+                for p in plain_abs[part]:
+                    tmp = p + ".tmp"
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                        f.flush()
+                        os.fsync(f.fileno())
+                    os.replace(tmp, p)
+                    os.fsync(dir_fds[os.path.dirname(p)])
+
             def safe_write(part: slice) -> None:
                 write = ws.write_bytes
                 for r in rels[part]:
@@ -134,6 +157,9 @@ def main() -> int:
 
             reads = side_by_side(plain_read, safe_read, args.reps)
             writes = side_by_side(plain_write, safe_write, args.write_reps)
+            durable = side_by_side(plain_write_durable, safe_write, args.write_reps)
+            for fd in dir_fds.values():
+                os.close(fd)
             resolver = ws.resolver
     finally:
         shutil.rmtree(base, ignore_errors=True)
@@ -147,12 +173,16 @@ def main() -> int:
         "reps": {"read": args.reps, "write": args.write_reps},
         "read": reads,
         "write": writes,
+        "write_vs_durable_baseline": durable,
         "note": (
-            "safeio writes also fsync the directory after the rename (durable rename); "
-            "the plain write baseline does not"
+            "'write' compares with plain write+fsync+os.replace as the target asks; flow-safeio "
+            "also fsyncs the directory after the rename (a second journal commit on ext4), so "
+            "'write_vs_durable_baseline' adds that fsync to the plain side to show the "
+            "library's own overhead"
         ),
         "targets": {"read_ratio_max": TARGET, "write_ratio_max": TARGET},
         "met": {"read": reads["ratio"] <= TARGET, "write": writes["ratio"] <= TARGET},
+        "met_vs_durable_baseline": {"write": durable["ratio"] <= TARGET},
     }
     print(json.dumps(result))
     return 0
