@@ -602,9 +602,17 @@ class Workspace:
         Refusals still raise: a path with bad syntax, or one that runs through a symbolic
         link, raises instead of answering ``False``.
 
+        Args:
+            rel: Workspace-relative path.
+
         Returns:
             ``True`` if the entry exists; ``False`` if it or a parent is missing, or a
             parent is not a directory.
+
+        Raises:
+            InvalidPathError: Bad syntax (incl. ``PathEscapeError``, ``GitPathError``).
+            SymlinkError: A parent component is a symbolic link.
+            StaleRootError, ClosedError, SafeIOError: See the class docstring.
         """
         parts = split_path(rel)
         root_fd = self._check(rel)
@@ -627,12 +635,19 @@ class Workspace:
     def stat(self, rel: str) -> Entry:
         """Describe the entry at ``rel`` without following it.
 
+        Args:
+            rel: Workspace-relative path; ``"."`` describes the root.
+
         Returns:
-            An :class:`Entry`; a symbolic link is reported as ``kind="symlink"`` (its target
-            is never looked at).
+            An :class:`Entry` (size in bytes, mode bits, mtime in nanoseconds); a symbolic
+            link is reported as ``kind="symlink"`` (its target is never looked at).
 
         Raises:
-            NotFoundError, SymlinkError (a *parent* is a link), InvalidPathError, ...
+            NotFoundError: The entry or a parent is missing.
+            SymlinkError: A *parent* component is a symbolic link.
+            NotDirectoryError: A parent component is not a directory.
+            InvalidPathError, StaleRootError, ClosedError, SafeIOError: As for
+                :meth:`read_bytes`.
         """
         parts = split_path(rel)
         root_fd = self._check(rel)
@@ -661,7 +676,10 @@ class Workspace:
 
         Raises:
             NotDirectoryError: ``rel`` is not a directory.
-            SymlinkError, NotFoundError, InvalidPathError, StaleRootError, ClosedError.
+            SymlinkError: ``rel`` or a parent is a symbolic link.
+            NotFoundError, InvalidPathError, StaleRootError, ClosedError: As for
+                :meth:`read_bytes`.
+            ValueError: ``limit`` is negative (a programming error, not a refusal).
         """
         if limit < 0:
             raise ValueError("limit must be >= 0")
@@ -711,6 +729,7 @@ class Workspace:
             NotDirectoryError, SymlinkError, NotFoundError, InvalidPathError: For ``rel``
                 itself. Subdirectories that become unusable while walking are skipped.
             StaleRootError, ClosedError: At any step.
+            ValueError: ``limit`` is negative (a programming error, not a refusal).
         """
         if limit < 0:
             raise ValueError("limit must be >= 0")
