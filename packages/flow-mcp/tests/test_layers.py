@@ -295,3 +295,38 @@ def test_a_signal_during_a_write_is_deferred_until_the_frame_is_whole() -> None:
     finally:
         os.close(r)
         os.close(w)
+
+
+def test_run_server_refuses_an_out_of_range_editor_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = flow_mcp.run_server(flow_mcp.ServerOptions(editor_timeout=700.0), stdin_fd=0)
+    assert code == 2
+    assert "--editor-timeout" in capsys.readouterr().err
+
+
+def test_parse_options_maps_every_flag() -> None:
+    options = flow_mcp.parse_options(
+        [
+            "--workspace",
+            "/w",
+            "--config",
+            "/c.toml",
+            "--trusted",
+            "--model",
+            "m",
+            "--nvim",
+            "/s",
+            "--editor-timeout",
+            "0.1",
+        ]
+    )
+    assert options == flow_mcp.ServerOptions(
+        workspace="/w",
+        config_file="/c.toml",
+        trusted=True,
+        model="m",
+        nvim_socket="/s",
+        editor_timeout=0.1,
+    )
+    assert flow_mcp.parse_options([]).editor_timeout == flow_mcp.EDITOR_TIMEOUT_DEFAULT == 120.0

@@ -270,6 +270,12 @@ def run_server(
     Returns:
         The exit code: 0, 1, 2, 130 or 143 (see the module docstring).
     """
+    if not EDITOR_TIMEOUT_MIN <= options.editor_timeout <= EDITOR_TIMEOUT_MAX:
+        _err(
+            f"--editor-timeout must be between {EDITOR_TIMEOUT_MIN} and "
+            f"{EDITOR_TIMEOUT_MAX:g} seconds, not {options.editor_timeout:g}"
+        )
+        return EXIT_USAGE
     try:
         loaded = load_config(
             config_file=options.config_file, workspace=options.workspace, model=options.model
@@ -286,6 +292,9 @@ def run_server(
             bridge = _connect_editor(options, workspace)
         except FlowError as err:
             _err(f"editor bridge error [{err.code}]: {err.message}")
+            return EXIT_USAGE
+        except Exception as err:  # a bridge that fails in an unplanned way still stops here
+            _err(f"editor bridge error: {type(err).__name__}: {err}")
             return EXIT_USAGE
 
     if stdin_fd is None and stdout_fd is None:
