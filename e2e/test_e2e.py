@@ -57,10 +57,14 @@ class Outside:
     def __init__(self, sandbox: Mapping[str, Path], config: Path) -> None:
         self.paths = [sandbox["sibling"], config, harness.SAMPLE_PROJECT]
         self.before = [harness.snapshot(p) for p in self.paths]
+        self.parent = sandbox["project"].parent
+        self.neighbours = sorted(os.listdir(self.parent))
 
     def assert_unchanged(self) -> None:
         for path, before in zip(self.paths, self.before, strict=True):
             assert harness.snapshot(path) == before, f"{path} changed during the run"
+        # Nothing new next to the workspace (a stray temp file from a write, say).
+        assert sorted(os.listdir(self.parent)) == self.neighbours
 
 
 def leftover_processes(server: modelserver.ModelServer) -> list[tuple[int, str]]:
@@ -128,10 +132,12 @@ def assert_invariants(
 
     # Nothing outside the workspace changed; what changed inside is what the report says.
     outside.assert_unchanged()
-    originals = harness.snapshot(harness.SAMPLE_PROJECT)
-    now = harness.snapshot(project)
+    originals = {p: v[0] for p, v in harness.snapshot(harness.SAMPLE_PROJECT).items()}
+    now = {p: v[0] for p, v in harness.snapshot(project).items()}
     changed_on_disk = sorted(
-        p for p in set(originals) | set(now) if originals.get(p, ("",))[0] != now.get(p, ("",))[0]
+        p
+        for p in set(originals) | set(now)
+        if originals.get(p) != now.get(p) and "dir" not in (originals.get(p), now.get(p))
     )
     assert sorted(report["changed_files"]) == changed_on_disk
     assert bool(report["diff"]) == bool(report["changed_files"])
