@@ -394,7 +394,7 @@ def test_eof_mid_session_exits_zero(start_server: ServerFactory) -> None:
     server.assert_stdout_pure()
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 130), (signal.SIGINT, 130)])
 def test_signal_while_idle(start_server: ServerFactory, signum: int, code: int) -> None:
     server = start_server()
     server.initialize()
@@ -448,7 +448,7 @@ def _read_fifo(path: Path) -> str:
         os.close(fd)
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 130), (signal.SIGINT, 130)])
 def test_signal_mid_check_kills_the_check_process_group(
     start_server: ServerFactory, tmp_path: Path, signum: int, code: int
 ) -> None:

@@ -11,7 +11,8 @@ Public entry points (all re-exported by ``flow_mcp``):
 Exit codes: ``0`` the client closed stdin (or stopped reading); ``1`` the session was closed
 after a frame over :data:`~flow_mcp.MAX_FRAME_BYTES`; ``2`` configuration or usage error
 (nothing was served: the message is one line on stderr, which MCP clients show when a server
-fails to start); ``130`` SIGINT (Ctrl-C); ``143`` SIGTERM (128 + 15, the usual shell value).
+fails to start); ``130`` interrupted by SIGINT (Ctrl-C) or SIGTERM, the code every Flow
+entry point uses for an interrupted session (seed: "Approve checks, then run", exit codes).
 
 Stdout is protocol only (MCP 2025-11-25, "Basic > Transports > stdio": the server must not
 write anything else there). :func:`run_server` therefore moves the real stdout to a private,
@@ -51,8 +52,7 @@ from flow_mcp._tools import FlowTools, ProgressRelay
 EXIT_OK: Final = 0
 EXIT_FRAME: Final = 1
 EXIT_USAGE: Final = 2
-EXIT_SIGINT: Final = 130
-EXIT_SIGTERM: Final = 143
+EXIT_INTERRUPTED: Final = 130
 
 EDITOR_TIMEOUT_MIN: Final = 0.1
 EDITOR_TIMEOUT_MAX: Final = 660.0
@@ -112,7 +112,7 @@ def build_parser(prog: str = "flow-mcp") -> argparse.ArgumentParser:
         ),
         epilog=(
             "exit codes: 0 stdin closed; 1 oversized frame; 2 configuration or usage error; "
-            "130 SIGINT; 143 SIGTERM"
+            "130 interrupted (SIGINT or SIGTERM)"
         ),
     )
     parser.add_argument("--workspace", metavar="DIR", help="project root (absolute path)")
@@ -239,7 +239,7 @@ class _Stop:
     def handler(self, signum: int, frame: FrameType | None) -> None:
         if self.code is not None:
             return  # already stopping: let the cleanup finish
-        self.code = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+        self.code = EXIT_INTERRUPTED
         if self._writer.busy:
             self._deferred = True
             return
@@ -268,7 +268,7 @@ def run_server(
         handle_signals: install SIGINT/SIGTERM handlers (main thread only).
 
     Returns:
-        The exit code: 0, 1, 2, 130 or 143 (see the module docstring).
+        The exit code: 0, 1, 2 or 130 (see the module docstring).
     """
     if not EDITOR_TIMEOUT_MIN <= options.editor_timeout <= EDITOR_TIMEOUT_MAX:
         _err(
@@ -337,7 +337,7 @@ def run_server(
     try:
         code = session.serve(reader)
     except KeyboardInterrupt:
-        code = stop.code if stop.code is not None else EXIT_SIGINT
+        code = stop.code if stop.code is not None else EXIT_INTERRUPTED
     except BrokenPipeError:
         _err("the client stopped reading; closing")
         code = EXIT_OK
