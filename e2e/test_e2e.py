@@ -6,7 +6,8 @@ whatever it says: stdout is one JSON object that validates against the published
 model was really called and every tool call has an id; every budget held; nothing outside the
 workspace changed; ``verified`` is true only if the checks pass when re-run independently and
 the reviewer approved; the checks the report says passed do pass, the ones it says failed do
-fail; no process is left behind; Flow's own share of wall time is recorded.
+fail; no process is left behind; Flow's own share of wall time is recorded (its target is
+checked by ``nox -s bench``, not here).
 """
 
 from __future__ import annotations
@@ -31,8 +32,6 @@ import flow_core
 
 #: Wall-clock limit for one Flow run (the agent budgets keep real runs far below it).
 RUN_TIMEOUT_S = 600
-#: Flow's own share of a run's wall time (everything but model and check time) must be below.
-MAX_FLOW_SHARE = 0.02
 
 
 def openai_backend(server: modelserver.ModelServer) -> harness.Backend:
@@ -189,8 +188,9 @@ def assert_invariants(
         **share,
     }
     harness.RUN_TIMINGS.append(record)
+    # Recorded, not asserted: speed targets (Flow's share under 2%) live in `nox -s bench`
+    # (bench/bench_e2e.py), never in timed tests.
     sys.stderr.write(f"\ne2e {label}: {json.dumps(record)}\n")
-    assert share["flow_share"] < MAX_FLOW_SHARE, record
 
 
 def run_cli(config: Path, env: Mapping[str, str]) -> tuple[subprocess.CompletedProcess[str], float]:

@@ -213,7 +213,7 @@ def test_tool_call_reply_keeps_string_arguments() -> None:
     assert resp.finish_reason == "tool_calls"
     # Only tool_calls is read (llama.cpp also sends a legacy function_call with a bad name).
     assert resp.tool_calls == (
-        ToolCall(id="call__0_read_file_cmpl-1", name="read_file", arguments='{"path": "calc.py"}'),
+        ToolCall(id="call__0_read_file_cmpl-1", name="read_file", arguments={"path": "calc.py"}),
     )
 
 
@@ -244,7 +244,23 @@ def test_legacy_function_call_only() -> None:
     be, _ = backend_for(ok_json(completion(message, "function_call")))
     resp = be.chat("m", [ChatMessage("user", "go")], tools=TOOLS)
     assert resp.finish_reason == "tool_calls"
-    assert [(c.name, c.arguments) for c in resp.tool_calls] == [("read_file", '{"path": "a"}')]
+    assert [(c.name, c.arguments) for c in resp.tool_calls] == [("read_file", {"path": "a"})]
+
+
+@pytest.mark.parametrize("raw", ['{"path": "x"', "[1, 2]", '"text"', "[" * 100_000])
+def test_arguments_that_are_not_a_json_object_stay_a_string(raw: str) -> None:
+    """OpenAI's format encodes arguments as a JSON string: an object is decoded (protocol),
+    anything else is handed on unchanged for parse_reply to classify as invalid_arguments."""
+    message = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c9", "type": "function", "function": {"name": "read_file", "arguments": raw}}
+        ],
+    }
+    be, _ = backend_for(ok_json(completion(message, "tool_calls")))
+    resp = be.chat("m", [ChatMessage("user", "go")], tools=TOOLS)
+    assert [(c.id, c.arguments) for c in resp.tool_calls] == [("c9", raw)]
 
 
 def test_tool_call_text_in_content_is_passed_through_unjudged() -> None:

@@ -27,10 +27,11 @@ Server quirks this module works around (measured against ``llama_cpp.server`` 0.
   ``finish_reason="length"`` so the runtime classifies it as a context overflow (it costs
   budget and is never success) instead of failing the run as a server error.
 
-What the *model* said is never judged here: tool-call arguments that arrive as a JSON string
-(which is what every OpenAI-compatible server sends) stay a ``str`` in ``ToolCall.arguments``
-so that ``flow_core._parse.parse_reply`` decodes and classifies them; unknown tool names, empty
-replies and text that looks like a tool call are passed through unchanged.
+What the *model* said is never judged here. The OpenAI chat format defines tool-call
+``arguments`` as a JSON-encoded string, so a string that decodes to a JSON object is decoded
+here (that is the protocol, not a misbehaviour); any other string stays a ``str`` in
+``ToolCall.arguments`` so that ``flow_core._parse.parse_reply`` classifies it. Unknown tool
+names, empty replies and text that looks like a tool call are passed through unchanged.
 
 Errors are ``BackendError`` with the codes of ``BACKEND_ERROR_CODES``: ``backend_unreachable``,
 ``backend_timeout``, ``backend_http``, ``model_not_found``, ``backend_malformed``,
@@ -256,8 +257,8 @@ class OpenAIBackend:
     def _decode(self, raw: bytes, what: str) -> Any:
         try:
             return json.loads(raw)
-        except ValueError as exc:
-            raise self._malformed(what, f"not JSON ({exc})", raw) from exc
+        except (ValueError, RecursionError) as exc:
+            raise self._malformed(what, f"not JSON ({exc!r})", raw) from exc
 
     def _malformed(self, what: str, why: str, raw: bytes) -> BackendError:
         return BackendError(
@@ -360,13 +361,28 @@ def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...] | None:
             arguments = ""
         if isinstance(arguments, Mapping):
             arguments = dict(arguments)
-        elif not isinstance(arguments, str):
+        elif isinstance(arguments, str):
+            arguments = _decode_arguments(arguments)
+        else:
             return None
         ident = entry.get("id")
         if not isinstance(ident, str) or not ident:
             ident = "call_" + uuid.uuid4().hex[:12]
         calls.append(ToolCall(id=ident, name=name, arguments=arguments))
     return tuple(calls)
+
+
+def _decode_arguments(text: str) -> dict[str, Any] | str:
+    """The JSON object an OpenAI ``arguments`` string encodes, or the string itself.
+
+    A string that is not a JSON object (malformed, a list, too deeply nested) is returned
+    unchanged for ``parse_reply`` to classify as ``invalid_arguments``.
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return value if isinstance(value, dict) else text
 
 
 def _error_fields(body: bytes) -> dict[str, Any]:
