@@ -31,7 +31,6 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
 
 def box(ws: Workspace, role: str = "coder", *, trusted: bool = True, **kw: Any) -> ToolBox:
     kw.setdefault("ledger", ToolLedger(limit=100))
-    kw.setdefault("protected", ("flow.toml",))
     return ToolBox(role=role, workspace=ws, trusted=trusted, **kw)  # type: ignore[arg-type]
 
 
@@ -88,7 +87,7 @@ def test_read_write_round_trip_and_listing(ws: Workspace) -> None:
         ("/etc/passwd", "path_escape"),
         (".git/config", "git_path"),
         ("a\\b", "invalid_path"),
-        ("flow.toml", "protected_path"),
+        ("flow.toml", "protected"),
     ],
 )
 def test_bad_paths_are_refused(ws: Workspace, path: str, code: str) -> None:
@@ -269,7 +268,9 @@ def test_file_io_goes_through_the_editor_and_never_falls_back(ws: Workspace) -> 
     # Flow's own validation runs before the editor is asked.
     ed.calls.clear()
     assert b.call("write_file", {"path": "../x", "content": "y"}).error == "path_outside"
-    assert b.call("write_file", {"path": "flow.toml", "content": "y"}).error == "protected_path"
+    assert b.call("write_file", {"path": "flow.toml", "content": "y"}).error == "protected"
+    # flow-safeio's rule, case folding included (a case-insensitive disk is the same file)
+    assert b.call("write_file", {"path": "FLOW.toml", "content": "y"}).error == "protected"
     assert ed.calls == []
     broken = FakeEditor(fail=True)
     b2 = box(ws, editor=broken, editor_schemas=broken.tool_schemas())

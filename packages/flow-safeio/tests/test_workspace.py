@@ -261,6 +261,23 @@ def test_protected_compares_unicode_normal_forms(tmp_path: Path) -> None:
         w.write_bytes("cafe.toml", b"x")
 
 
+def test_check_writable_applies_the_write_rules_without_io(tmp_path: Path) -> None:
+    with Workspace(tmp_path, protected=["conf/flow.toml"]) as w:
+        assert w.check_writable("src//./a.py") == "src/a.py"
+        assert not (tmp_path / "src").exists()  # judged, nothing created
+        for bad, error in [
+            ("CONF/Flow.TOML", ProtectedPathError),
+            ("conf/flow.toml", ProtectedPathError),
+            ("../x", flow_safeio.InvalidPathError),
+            (".git/config", flow_safeio.InvalidPathError),
+            (".", flow_safeio.IsDirectoryError),
+        ]:
+            with pytest.raises(error):
+                w.check_writable(bad)
+    with pytest.raises(flow_safeio.ClosedError):
+        w.check_writable("a.py")
+
+
 def test_resolver_choice(tmp_path: Path) -> None:
     with Workspace(tmp_path, resolver="walk") as w:
         assert w.resolver == "walk"

@@ -14,6 +14,7 @@ from flow_core._backends import (
     make_backend,
 )
 from flow_core._backends.openai import OpenAIBackend
+from flow_core._catalogue import ERROR_CODES
 from flow_core._checks import kill_all_process_groups, run_check
 from flow_core._config import (
     AgentConfig,
@@ -73,6 +74,7 @@ from flow_core.skills import list_skills, load_skill
 __all__ = [
     "BACKEND_ERROR_CODES",
     "EDITOR_TOOL_NAMES",
+    "ERROR_CODES",
     "FILE_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
     "REPLY_ISSUE_CODES",

@@ -679,7 +679,6 @@ class Runtime:
             before_write=self._keep_pre_image,
             editor=self._editor,
             editor_schemas=self._editor_schemas or (),
-            protected=self.config.protected,
             cycle=cycle,
         )
 

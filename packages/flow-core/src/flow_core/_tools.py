@@ -217,7 +217,8 @@ class ToolBox:
 
     Args:
         role: planner, coder or reviewer; decides the tool set.
-        workspace: the flow-safeio workspace (root held by descriptor, protected paths set).
+        workspace: the flow-safeio workspace (root held by descriptor). Its protected paths
+            (operator config) are enforced for every write channel, the editor bridge's too.
         ledger: ids, records and the run-wide budget, shared by every role of the run.
         trusted: without trust no write tool and no check exists, whatever the role.
         check_names: configured check names, in config order (``run_check``'s enum).
@@ -226,8 +227,6 @@ class ToolBox:
             runtime keeps the pre-image).
         editor: the attached editor bridge, if any.
         editor_schemas: the bridge's filtered tool schemas (fetched once per runtime).
-        protected: workspace-relative operator config paths the tools must never write
-            (checked here too, before an editor bridge is asked).
         cycle: the repair cycle recorded on each call.
     """
 
@@ -243,7 +242,6 @@ class ToolBox:
         before_write: Callable[[str], None] | None = None,
         editor: EditorBridge | None = None,
         editor_schemas: Sequence[Mapping[str, Any]] = (),
-        protected: Sequence[str] = (),
         cycle: int | None = None,
     ) -> None:
         self.role = role
@@ -254,9 +252,6 @@ class ToolBox:
         self._run_check = run_check
         self._before_write = before_write
         self._check_names = tuple(check_names)
-        self._protected = tuple(
-            tuple(c.casefold() for c in validate_path(p).split("/")) for p in protected
-        )
         writes = role == "coder" and trusted
         handlers: dict[str, Callable[[Mapping[str, Any]], ToolOutcome | str]] = {
             "list_files": self._list_files,
@@ -370,13 +365,9 @@ class ToolBox:
         return rel
 
     def _check_protected(self, rel: str) -> None:
-        folded = tuple(c.casefold() for c in rel.split("/"))
-        for prot in self._protected:
-            if folded[: len(prot)] == prot:
-                raise ToolError(
-                    "protected_path",
-                    f"{rel} is operator configuration; the file tools may not change it",
-                )
+        # flow-safeio's own rule (NFC + case folding), applied before any write channel,
+        # the editor bridge included; raises ProtectedPathError (code "protected").
+        self.workspace.check_writable(rel)
 
     def _read_text(self, rel: str) -> str:
         if self._editor is not None:
@@ -385,7 +376,7 @@ class ToolBox:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as err:
-            raise ToolError("not_utf8", f"{rel} is not UTF-8 text") from err
+            raise ToolError("not_text", f"{rel} is not UTF-8 text") from err
 
     def _write_text(self, rel: str, text: str) -> None:
         data = text.encode("utf-8")

@@ -271,6 +271,33 @@ class Workspace:
             )
         return self._fd
 
+    def check_writable(self, rel: str) -> str:
+        """Judge ``rel`` as a write target by the path rules alone, touching nothing on disk.
+
+        For callers that write through another channel (flow-core's editor bridge writes
+        through Rose's buffers) and must apply exactly this package's rules first: syntax,
+        ``.git``, the root, and the protected paths (NFC-normalised, case-folded).
+
+        Args:
+            rel: a workspace-relative ``/`` path.
+
+        Returns:
+            The normalised relative path (as :func:`validate_path` gives it).
+
+        Raises:
+            InvalidPathError: ``rel`` breaks a path rule (see :func:`validate_path`).
+            IsDirectoryError: ``rel`` names the workspace root.
+            ProtectedPathError: ``rel`` is, or lies under, a protected path.
+            ClosedError: the workspace was closed.
+        """
+        parts = split_path(rel)
+        if self._closed:
+            raise ClosedError(rel, "the workspace is closed")
+        if not parts:
+            raise IsDirectoryError(rel, "is the workspace root, not a file")
+        self._check_writable(rel, parts)
+        return "/".join(parts)
+
     def _check_writable(self, rel: str, parts: tuple[str, ...]) -> None:
         folded = _fold(parts)
         for prot in self._protected:

@@ -1,0 +1,72 @@
+"""The catalogue of every stable error code Flow itself reports, with its meaning and fix.
+
+Codes appear as ``FlowError.code``, ``ErrorInfo.code`` in reports, ``ToolCallRecord.error``
+and ``CheckResult.error.code``. They never change meaning once released. Codes from
+flow-safeio (file tools refusing a path) are included; flow-rose documents the editor bridge's
+own codes in ``flow_rose.EDITOR_ERROR_CODES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from flow_core._backends._http import BACKEND_ERROR_CODES
+from flow_core._parse import REPLY_ISSUE_CODES
+from flow_safeio import ERROR_CODES as _SAFEIO_CODES
+
+__all__ = ["ERROR_CODES"]
+
+_FLOW_CODES: dict[str, str] = {
+    # errors raised by flow-core (see _errors.py)
+    "flow_error": "an unexpected Flow failure; the message says what happened",
+    "config_invalid": "a config key is unknown, has the wrong type or an invalid value; "
+    "fix the key named in the message, in the file named there",
+    "config_syntax": "a config file is not valid TOML; fix the line named in the message",
+    "config_not_found": "the --config file does not exist or cannot be read; give an existing "
+    "absolute path",
+    "check_unknown": "no [checks.NAME] table defines that check name; use a configured name "
+    "(flow status lists them)",
+    "not_trusted": "writes and named checks need --trusted; without it a run only plans",
+    "backend_error": "the model server failed in a way no narrower code describes",
+    "editor_error": "the Rose editor bridge failed; see flow_rose.EDITOR_ERROR_CODES",
+    "editor_workspace_mismatch": "Rose's workspace root differs from Flow's; start both with "
+    "the same absolute workspace",
+    "script_exhausted": "a ScriptedBackend was asked for more replies than its script holds",
+    # named checks (_checks.py)
+    "check_failed": "the check ran and exited with a non-zero status",
+    "check_timeout": "the check ran past its timeout (milliseconds); its process group was "
+    "killed; raise checks.NAME.timeout or speed the command up",
+    "check_missing": "the check's executable does not exist; fix checks.NAME.cmd[0] or install "
+    "it in the project's environment",
+    "check_refused": "the check was not started: an editor buffer has unsaved changes; save "
+    "or discard them",
+    "check_interrupted": "the check was stopped by Ctrl-C or SIGTERM; its process group was killed",
+    "check_error": "the check could not be started (permission, exec format, ...)",
+    # model tools (_tools.py)
+    "tool_unknown": "the model called a tool its role does not have",
+    "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
+    "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
+    "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
+    # the runtime (_runtime.py)
+    "no_checks": "no named checks are configured, so nothing can be verified; add a "
+    "[checks.NAME] table",
+    "budget_iterations": "a role used agent.max_iterations model turns without finishing",
+    "budget_tool_calls": "the run reached agent.max_tool_calls; further calls were refused",
+    "context_budget": "a role's context could not be trimmed under agent.max_context_chars",
+    "review_invalid": "the reviewer's reply was not valid JSON matching the review schema",
+}
+
+
+def _merge(*tables: Mapping[str, str]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for table in tables:
+        for code, meaning in table.items():
+            merged.setdefault(code, meaning)
+    return merged
+
+
+#: Every code flow-core can report, mapped to a one-line meaning and, where one exists, the fix.
+ERROR_CODES: Mapping[str, str] = MappingProxyType(
+    _merge(_FLOW_CODES, BACKEND_ERROR_CODES, REPLY_ISSUE_CODES, _SAFEIO_CODES)
+)
