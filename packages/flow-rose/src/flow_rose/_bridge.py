@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
-from flow_core import EditorError, EditorFreshness, EditorLintResult, Role
+from flow_core import EDITOR_TOOL_NAMES, EditorError, EditorFreshness, EditorLintResult, Role
 from flow_rose._connection import Connection
 from flow_rose._errors import editor_error
 from flow_rose._socket import validate_socket
@@ -27,30 +27,13 @@ MIN_TIMEOUT: Final = 0.1
 MAX_TIMEOUT: Final = 660.0
 """Largest accepted editor request timeout, in seconds."""
 
-EDITOR_TOOLS: Final[frozenset[str]] = frozenset(
-    {
-        "editor_context",
-        "editor_diagnostics",
-        "editor_symbols",
-        "editor_references",
-        "editor_lint",
-        "editor_check",
-        "editor_scip",
-        "editor_debug",
-    }
-)
-"""The Rose tools a model may ever see (the allowlist; ``editor_debug`` is status only)."""
+EDITOR_TOOLS: Final[frozenset[str]] = frozenset(EDITOR_TOOL_NAMES)
+"""The Rose tools a model may ever see (the allowlist; ``editor_debug`` is status only).
 
-READ_ONLY_EDITOR_TOOLS: Final[frozenset[str]] = frozenset(
-    {
-        "editor_context",
-        "editor_diagnostics",
-        "editor_symbols",
-        "editor_references",
-        "editor_scip",
-        "editor_debug",
-    }
-)
+flow-core owns the list (``flow_core.EDITOR_TOOL_NAMES``), so the runtime and the bridge can
+never disagree about it."""
+
+READ_ONLY_EDITOR_TOOLS: Final[frozenset[str]] = EDITOR_TOOLS - {"editor_lint", "editor_check"}
 """The allowlisted tools the planner and reviewer get; the coder also gets lint and check."""
 
 _FILE_TOOLS: Final = frozenset({"file_read", "file_write"})
