@@ -27,7 +27,7 @@ def facts(**over: Any) -> GateFacts:
         "check_filetypes": {"tests": ["python"], "lint": ["python"]},
         "changed_files": ["app.py"],
         "review": Review(approved=True, summary="ok"),
-        "hashes_after_checks": H,
+        "hashes_before_checks": H,
         "hashes_after_review": H,
     }
     base.update(over)
@@ -148,7 +148,7 @@ def test_docs_need_no_linter_but_need_the_named_gate() -> None:
         facts(
             changed_files=list(docs),
             check_filetypes={"tests": [], "lint": []},
-            hashes_after_checks=docs,
+            hashes_before_checks=docs,
             hashes_after_review=docs,
         )
     )
@@ -158,7 +158,7 @@ def test_docs_need_no_linter_but_need_the_named_gate() -> None:
         facts(
             changed_files=list(docs),
             checks=[result("tests", "test", "failed"), result("lint")],
-            hashes_after_checks=docs,
+            hashes_before_checks=docs,
             hashes_after_review=docs,
         )
     )
@@ -168,7 +168,7 @@ def test_docs_need_no_linter_but_need_the_named_gate() -> None:
 def test_each_language_needs_its_own_coverage() -> None:
     files = {"app.py": "h", "lib.rs": "h"}
     v = evaluate_gate(
-        facts(changed_files=list(files), hashes_after_checks=files, hashes_after_review=files)
+        facts(changed_files=list(files), hashes_before_checks=files, hashes_after_review=files)
     )
     assert not v.verified
     assert {c.key: c.status for c in v.coverage} == {"python": "covered", "rust": "uncovered"}
@@ -207,7 +207,7 @@ def test_editor_dirty_or_snapshot_change_blocks() -> None:
 
 def test_unreadable_file_counts_as_changed() -> None:
     v = evaluate_gate(
-        facts(hashes_after_checks={"app.py": None}, hashes_after_review={"app.py": None})
+        facts(hashes_before_checks={"app.py": None}, hashes_after_review={"app.py": None})
     )
     assert not v.conditions.unchanged
 

@@ -334,6 +334,27 @@ def test_file_changed_during_review(ws: Path, flow_config: Callable[..., FlowCon
     assert any("app.py changed" in r for r in report.verification.reasons)
 
 
+def test_file_rewritten_by_a_check_is_not_verified(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    """Verification starts before the checks run: a check that rewrites an edited file (a
+    formatter, say) changes what was judged, so the run is not verified."""
+    rewrite = "import pathlib; p = pathlib.Path('app.py'); p.write_text(p.read_text() + '# fmt\\n')"
+    fmt = {"cmd": [PY, "-c", rewrite], "kind": "check", "required": False}
+    rt, _ = runtime(
+        flow_config({**CHECKS, "fmt": fmt}, agent={"max_cycles": 1}),
+        [PLAN, edit("x = 1", "x = 2"), text("done"), review(True)],
+    )
+    report = rt.run("t")
+    consistent(report)
+    assert (ws / "app.py").read_text() == "x = 2\n# fmt\n"  # the check really rewrote it
+    assert report.status == "unverified"
+    assert report.verification is not None
+    c = report.verification.conditions
+    assert (c.required_checks_passed, c.review_approved, c.unchanged) == (True, True, False)
+    assert any("app.py changed" in r for r in report.verification.reasons)
+
+
 def test_tool_budget_exhausted(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
     rt, _ = runtime(
         flow_config(CHECKS, agent={"max_tool_calls": 2, "max_cycles": 2}),

@@ -146,8 +146,10 @@ class GateFacts:
         native_lint: Rose native lint results gathered by the host (may be empty).
         review: the validated review, or None when there was none or it was invalid.
         review_reason: why there is no valid review (e.g. "review_invalid").
-        hashes_after_checks / hashes_after_review: sha256 per edited file (None = unreadable).
-        freshness_equal: the editor snapshot was the same after checks and after review
+        hashes_before_checks / hashes_after_review: sha256 per edited file (None = unreadable),
+            taken when the coder finished (before any check ran) and at the end of review, so
+            a check or anything else that rewrites an edited file is seen.
+        freshness_equal: the editor snapshot was the same before the checks and after review
             (True when no editor is attached).
         dirty_buffers: unsaved buffers at the end of review.
     """
@@ -158,7 +160,7 @@ class GateFacts:
     check_filetypes: Mapping[str, Sequence[str]]
     changed_files: Sequence[str]
     review: Review | None
-    hashes_after_checks: Mapping[str, str | None]
+    hashes_before_checks: Mapping[str, str | None]
     hashes_after_review: Mapping[str, str | None]
     native_lint: Sequence[EditorLintResult] = ()
     budget_reasons: Sequence[str] = ()
@@ -242,13 +244,13 @@ def _required_passed(facts: GateFacts, reasons: list[str]) -> bool:
 
 def _unchanged(facts: GateFacts, reasons: list[str]) -> bool:
     ok = True
-    for path in sorted(set(facts.hashes_after_checks) | set(facts.hashes_after_review)):
-        before = facts.hashes_after_checks.get(path)
+    for path in sorted(set(facts.hashes_before_checks) | set(facts.hashes_after_review)):
+        before = facts.hashes_before_checks.get(path)
         after = facts.hashes_after_review.get(path)
         if before is None or after is None or before != after:
             reasons.append(f"{path} changed (or became unreadable) during verification/review")
             ok = False
-    missing = set(facts.changed_files) - set(facts.hashes_after_checks)
+    missing = set(facts.changed_files) - set(facts.hashes_before_checks)
     if missing:
         reasons.append("no verification hash for " + ", ".join(sorted(missing)))
         ok = False

@@ -12,9 +12,9 @@ One ``run(task)``:
 
    a. **coder**: fresh context (task, plan, the previous cycle's failures and findings), write
       tools and ``run_check``;
-   b. the host runs **every** configured check (required and optional) in config order, and,
+   b. hashes of every edited file and the editor's freshness snapshot are taken;
+   c. the host runs **every** configured check (required and optional) in config order, and,
       with an editor attached, Rose's native linter over the changed source files;
-   c. hashes of every edited file (and the editor's freshness snapshot) are taken;
    d. **reviewer**: fresh context, read-only tools, structured output validated against
       ``REVIEW_SCHEMA``; it runs only when the coder completed and every required check passed;
    e. hashes and freshness again; the gate (``flow_core._gate``) judges the five conditions;
@@ -532,6 +532,10 @@ class Runtime:
         if not coder.completed:
             budget_reasons.append(f"coder did not complete: {coder.failure}")
 
+        # Verification starts here: what the checks and the reviewer judge must still be on
+        # disk (and in the editor) at the end of review (seed: "What verified means", 5).
+        hashes_checked = self._hashes()
+        fresh_checked = self._freshness(cycle)
         checks = [self._run_one_check(name, cycle=cycle) for name in self.config.checks]
         self._check_stop()
         self._final_checks = checks
@@ -543,8 +547,6 @@ class Runtime:
                 native.append(self._editor.lint(sources))
             except EditorError as err:
                 self._error(err.code, f"editor lint failed: {err.message}", cycle=cycle)
-        hashes_checked = self._hashes()
-        fresh_checked = self._freshness(cycle)
 
         review: Review | None = None
         required_ok = all(r.status == "passed" for r in checks if r.required) and any(
@@ -582,7 +584,7 @@ class Runtime:
                 native_lint=native,
                 review=review,
                 review_reason=review_reason,
-                hashes_after_checks=hashes_checked,
+                hashes_before_checks=hashes_checked,
                 hashes_after_review=hashes_reviewed,
                 freshness_equal=snapshot_equal,
                 dirty_buffers=dirty,
