@@ -82,6 +82,20 @@ def closure(name: str) -> list[str]:
     return seen
 
 
+def declared_siblings(name: str) -> list[str]:
+    """Sibling distributions in the package's published ``dependencies``, transitively."""
+    found: list[str] = []
+    pending = [name]
+    while pending:
+        pyproject = nox.project.load_toml(PACKAGES[pending.pop()].path / "pyproject.toml")
+        for req in pyproject["project"]["dependencies"]:
+            dep = req.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip()
+            if dep in PACKAGES and dep not in found:
+                found.append(dep)
+                pending.append(dep)
+    return found
+
+
 def test_group(session: nox.Session, name: str) -> list[str]:
     pyproject = nox.project.load_toml(PACKAGES[name].path / "pyproject.toml")
     return list(nox.project.dependency_groups(pyproject, "test"))
@@ -156,10 +170,21 @@ def wheels(session: nox.Session) -> None:
         try:
             session.run("uv", "venv", "-q", "--python", sys.executable, str(venv / "v"))
             py = str(venv / "v" / "bin" / "python")
-            wheel = next(dist.glob(p.import_name + "-*.whl"))
-            session.run(
-                "uv", "pip", "install", "-q", "--python", py, "--find-links", str(dist), str(wheel)
-            )
+            # The package's wheel plus the wheels of the siblings it declares, each named by
+            # path: a sibling is never resolved from an index (PyPI's "flow-mcp" is another
+            # project), and nothing undeclared comes along.
+            ours = [p.name, *declared_siblings(p.name)]
+            wheels = [str(next(dist.glob(PACKAGES[n].import_name + "-*.whl"))) for n in ours]
+            session.run("uv", "pip", "install", "-q", "--python", py, *wheels)
+            installed = subprocess.run(
+                ["uv", "pip", "list", "--python", py, "--format", "freeze"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+            flow_dists = sorted(x.split("==")[0] for x in installed if x.startswith("flow-"))
+            if flow_dists != sorted(ours):
+                session.error(f"{p.name}: expected flow packages {sorted(ours)}, got {flow_dists}")
             session.run(
                 py,
                 "-I",
@@ -178,13 +203,7 @@ def wheels(session: nox.Session) -> None:
                     external=True,
                 )
             if p.name == "flow-safeio":
-                out = subprocess.run(
-                    ["uv", "pip", "list", "--python", py, "--format", "freeze"],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                ).stdout.split()
-                others = [x for x in out if not x.startswith("flow-safeio==")]
+                others = [x for x in installed if not x.startswith("flow-safeio==")]
                 if others:
                     session.error(f"flow-safeio pulled in third-party packages: {others}")
         finally:
