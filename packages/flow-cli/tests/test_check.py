@@ -57,7 +57,9 @@ def test_check_failure_exits_1_and_names_the_check(env, h, tmp_path, workspace) 
     bad = next(c for c in report["checks"] if c["name"] == "bad")
     assert bad["status"] == "failed"
     assert bad["exit_code"] == 3
-    assert "check bad: failed" in result.stderr
+    # The JSON is on stdout; stderr says why, on one line: required or not, exit code, output.
+    assert "flow: check bad: failed (required, exit 3): broken\n" in result.stderr
+    assert "check ok" not in result.stderr
 
 
 def test_check_one_by_name(env, h, tmp_path, workspace) -> None:
@@ -82,6 +84,43 @@ def test_missing_executable_is_a_failed_check(env, h, tmp_path, workspace) -> No
     assert result.code == 1
     (check,) = result.json()["checks"]
     assert check["status"] == "missing"
+    assert (
+        f"flow: check gone: missing (required): executable '{missing[0]}' was not found"
+        in result.stderr
+    )
+
+
+def test_failed_check_line_shows_the_last_output_lines_cleaned(env, h, tmp_path, workspace) -> None:
+    script = (
+        "import sys\n"
+        "print('\\n'.join(f'line {i}' for i in range(50)))\n"
+        "print('\\x1b[31mFAILED test_x - assert 1 == 2\\x1b[0m')\n"
+        "print('1 failed in 0.01s', file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
+    cfg = _config(h, tmp_path, workspace, h.check_table("t", [sys.executable, "-c", script]))
+    result = env.flow("check", "--config", str(cfg), "--trusted")
+    assert result.code == 1
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("flow: check t:")]
+    assert line == "flow: check t: failed (required, exit 1): FAILED test_x - assert 1 == 2 | " + (
+        "1 failed in 0.01s"
+    )
+
+
+def test_error_reports_carry_the_loaded_config(env, h, tmp_path, workspace) -> None:
+    cfg = _config(h, tmp_path, workspace, h.check_table("ok", PASS))
+    for args in (["check", "nosuch", "--trusted"], ["check"]):
+        result = env.flow(*args, "--config", str(cfg))
+        assert result.code == 2
+        report = result.json()
+        assert report["status"] == "error"
+        assert report["ok"] is False
+        assert report["kind"] == "check"
+        assert report["workspace"] == str(workspace)
+        assert report["config_sources"] == [str(cfg)]
+        assert [c["name"] for c in report["configured_checks"]] == ["ok"]
+        assert report["checks"] == []
+        assert len(report["errors"]) == 1
 
 
 def test_stdout_stays_one_json_object_when_checks_and_libraries_print(
@@ -208,6 +247,10 @@ def test_live_progress_on_a_terminal_stderr(env, h, tmp_path, workspace) -> None
     try:
         child.expect("waits running")  # stderr is the terminal: the live view draws there
         assert started.exists()
+        # A check has no roles and no tool calls: the view is the check's name and time only.
+        assert "role" not in child.before
+        assert "tool calls" not in child.before
+        child.expect(r"waits running \d+\.\ds")
         go.write_text("1")
         child.expect("EXIT=0")
         child.expect(pexpect.EOF)

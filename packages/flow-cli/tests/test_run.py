@@ -55,7 +55,12 @@ def test_run_without_trust_plans_only(env, h, tmp_path, workspace, fake_ollama) 
     assert report["checks"] == []
     assert report["changed_files"] == []
     assert any(e["code"] == "not_trusted" for e in report["errors"])
-    assert "--trusted" in result.stderr
+    # stderr: one line that says what happened and what to do, then the plan itself.
+    assert result.stderr.splitlines() == [
+        "flow: read-only run (no --trusted): planned only, nothing was written and no check "
+        "ran; review the plan, then rerun with --trusted to apply it",
+        "  Plan: edit calc.py so add() carries a comment.",
+    ]
     assert (workspace / "calc.py").read_text() == before
     assert all("write_file" not in _tool_names(r) for r in fake.requests)
 
@@ -160,3 +165,19 @@ def test_sigint_during_a_runs_checks(env, h, tmp_path, workspace, fake_ollama) -
             break
         assert time.monotonic() < end, "the run's check group survived the interrupt"
         time.sleep(0.02)
+
+
+def test_read_only_run_shows_the_first_lines_of_a_long_plan(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    plan = "\n".join(f"{i}. step {i} [bold]as written[/bold]" for i in range(1, 31))
+    fake = fake_ollama(lambda request: (plan, []))
+    cfg = _setup(h, tmp_path, workspace, fake.url)
+    result = env.flow("run", "do thirty things", "--config", str(cfg))
+    assert result.code == 1
+    assert result.json()["plan"] == plan
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("flow: read-only run (no --trusted)")
+    assert lines[1:] == [f"  {i}. step {i} [bold]as written[/bold]" for i in range(1, 13)] + [
+        "  … 18 more lines in the report's plan"
+    ]

@@ -18,6 +18,7 @@ def test_status_with_workspace_only(env, workspace: Path) -> None:
     assert report["workspace"] == str(workspace)
     assert report["trusted"] is False
     assert report["config_sources"] == []
+    assert result.stderr == ""  # nothing to warn about, and stderr is not a terminal
 
 
 @pytest.mark.parametrize(
@@ -136,3 +137,51 @@ def test_unknown_option_before_subcommand_finds_the_subcommand(env, workspace) -
     result = env.flow("--bogus", "--model", "run", "status")
     assert result.code == 2
     assert result.json()["kind"] == "status"
+
+
+def test_missing_check_executables_are_warned_about(env, workspace: Path, tmp_path, h) -> None:
+    checks = (
+        h.check_table("found", [sys.executable, "-V"])
+        + h.check_table("bare", ["no-such-flow-tool", "-q"])
+        + h.check_table("venv", [".venv/bin/python", "-m", "pytest"])
+    )
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, checks=checks)
+    result = env.flow("status", "--config", str(cfg))
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert [c["executable"] is None for c in report["configured_checks"]] == [False, True, True]
+    assert result.stderr.splitlines() == [
+        "flow: warning: check bare: executable 'no-such-flow-tool' was not found on PATH; "
+        "install it, or correct checks.bare.cmd[0] in your config",
+        f"flow: warning: check venv: '.venv/bin/python' is not an executable file "
+        f"({workspace}/.venv/bin/python); install it, or correct checks.venv.cmd[0] in your config",
+    ]
+
+
+def test_status_summary_line_on_a_terminal_stderr(env, workspace: Path, tmp_path, h) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    checks = h.check_table("unit", [sys.executable, "-V"])
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, model="fake-coder", checks=checks)
+    out = tmp_path / "report.json"
+    command = f"{sys.executable} -m flow_cli status --config {cfg} > {out}; echo EXIT=$?"
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", command],
+        env={**env.vars, "TERM": "xterm-256color", "COLUMNS": "200"},
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(30, 200),
+    )
+    try:
+        child.expect("EXIT=0")
+        stderr = child.before
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert stderr.splitlines() == [
+        "flow: backend ollama at http://127.0.0.1:9 · models fake-coder (planner, coder, "
+        "reviewer) · 1 check configured · read-only"
+    ]
+    import json
+
+    assert json.loads(out.read_text())["status"] == "ok"

@@ -185,6 +185,8 @@ def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
             time.sleep(0.02)
         pid = int(pidfile.read_text())
         child.expect("slow running")  # the live view shows the running check
+        assert "tool calls" not in child.before  # a check has no roles or tool calls to show
+        assert "role" not in child.before.split("/check slow")[-1]
         child.sendintr()
         child.expect("interrupted")
         child.expect("flow>")
@@ -239,3 +241,122 @@ def _wait_gone(pid: int) -> None:
         if state == "Z":
             raise ProcessLookupError(pid)
         time.sleep(0.02)
+
+
+# -- text is text: nothing from a report or a static message is taken as rich markup ----------
+
+
+def test_check_without_trust_names_the_checks_table_verbatim(env, h, tmp_path, workspace) -> None:
+    cfg = _cfg(h, tmp_path, workspace)
+    result = env.flow("tui", "--config", str(cfg), stdin="/check\n")
+    assert result.code == 0, result.stderr
+    assert "Review [checks.*] in your operator config" in result.stdout
+
+
+MARKUP = "[bold]boom[/bold] [red]x[/] :bug:"
+
+
+def test_check_output_with_markup_is_shown_verbatim(env, h, tmp_path, workspace) -> None:
+    noisy = [sys.executable, "-c", f"import sys; print({MARKUP!r}); sys.exit(3)"]
+    cfg = _cfg(h, tmp_path, workspace, checks=h.check_table("noisy", noisy))
+    result = env.flow("tui", "--config", str(cfg), "--trusted", stdin="/check\n")
+    assert result.code == 0, result.stderr
+    assert MARKUP in result.stdout
+
+
+def test_plan_with_markup_is_shown_verbatim(env, h, tmp_path, workspace, fake_ollama) -> None:
+    plan = "Plan: [bold]edit[/bold] calc.py, then [link=x]look[/link] :smile:"
+    fake = fake_ollama(lambda request: (plan, []))
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    result = env.flow("tui", "--config", str(cfg), stdin="add a comment\n")
+    assert result.code == 0, result.stderr
+    assert "run: read_only" in result.stdout
+    assert plan in result.stdout
+
+
+def test_workspace_path_with_brackets_is_shown_verbatim(env, h, tmp_path) -> None:
+    odd = tmp_path / "proj[bold]x"
+    odd.mkdir()
+    cfg = h.operator_config(tmp_path / "op.toml", odd)
+    result = env.flow("tui", "--config", str(cfg), stdin="/status\n")
+    assert result.code == 0, result.stderr
+    assert f"workspace: {odd}" in result.stdout  # the banner
+    assert result.stdout.count(str(odd)) >= 2  # and the /status table
+
+
+# -- the /check table, /status budgets, the banner --------------------------------------------
+
+
+def _row(out: str, first_cell: str) -> str:
+    """The table line whose first cell is ``first_cell``."""
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.replace("┃", "│").split("│")]
+        if len(cells) > 2 and cells[1] == first_cell:
+            return line
+    raise AssertionError(f"no row {first_cell!r} in:\n{out}")
+
+
+def _cells(out: str, first_cell: str) -> list[str]:
+    """The cells of a table row, wrapped continuation lines joined with newlines."""
+    lines = out.splitlines()
+    start = lines.index(_row(out, first_cell))
+    rows = [[c.strip() for c in lines[start].split("│")[1:-1]]]
+    for line in lines[start + 1 :]:
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if not cells or cells[0]:
+            break
+        rows.append(cells)
+    return ["\n".join(filter(None, column)) for column in zip(*rows, strict=True)]
+
+
+def test_check_table_shows_exit_code_requirement_and_reason(env, h, tmp_path, workspace) -> None:
+    fail = [sys.executable, "-c", "import sys; print('noise'); print('E: one broke'); sys.exit(3)"]
+    checks = (
+        h.check_table("bad", fail, required=False)
+        + h.check_table("gone", [str(tmp_path / "no-such-tool")])
+        + h.check_table("good", [sys.executable, "-c", "pass"], kind="lint")
+    )
+    cfg = _cfg(h, tmp_path, workspace, checks=checks)
+    result = env.flow("tui", "--config", str(cfg), "--trusted", stdin="/check\n")
+    assert result.code == 0, result.stderr
+    out = result.stdout
+    assert "check: failed" in out
+    assert _cells(out, "bad") == ["bad", "failed", "optional", "3", "0.0s", "noise\nE: one broke"]
+    _, status, needed, code, _, why = _cells(out, "gone")
+    assert (status, needed, code) == ("missing", "required", "-")
+    assert f"executable'{tmp_path}/no-such-tool'wasnotfound" in "".join(why.split())
+    _, status, needed, code, _, why = _cells(out, "good")
+    assert (status, needed, code, why) == ("passed", "required", "0", "")
+
+
+def test_status_table_shows_the_configured_budgets(env, h, tmp_path, workspace) -> None:
+    cfg = _cfg(h, tmp_path, workspace)  # max_iterations 4, max_cycles 1, max_tool_calls 16
+    result = env.flow("tui", "--config", str(cfg), stdin="/status\n")
+    assert result.code == 0, result.stderr
+    out = result.stdout
+    assert "│ 4 " in _row(out, "max model turns (per role call)")
+    assert "│ 1 " in _row(out, "max cycles")
+    assert "│ 16 " in _row(out, "max tool calls (per task)")
+    assert "│ 100000 " in _row(out, "max context chars")
+    assert "ollama at http://127.0.0.1:9" in _row(out, "backend")
+
+
+def test_banner_fits_80_columns_when_piped(env, h, tmp_path, workspace) -> None:
+    env.vars["COLUMNS"] = "80"
+    big = "qwen2.5-coder:32b-instruct-q4_K_M"
+    small = "qwen2.5-coder:7b-instruct-q4_K_M"
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, model=small)
+    cfg.write_text(cfg.read_text() + f'\n[models]\ncoder = "{big}"\n')
+    result = env.flow("tui", "--config", str(cfg), stdin="")
+    assert result.code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    models = [line for line in lines if big in line or small in line]
+    assert models == [
+        f"models: {small} (planner, reviewer)",
+        f"        {big} (coder)",
+    ]
+    # The workspace line is kept whole (soft-wrapped: a terminal wraps it, a pipe keeps it).
+    assert f"workspace: {workspace}" in lines
+    banner = [line for line in lines[: lines.index(models[-1]) + 1] if str(workspace) not in line]
+    assert all(len(line) <= 80 and not line.rstrip().endswith(",") for line in banner), banner
+    assert "backend ollama at http://127.0.0.1:9" in lines

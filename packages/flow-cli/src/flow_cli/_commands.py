@@ -91,11 +91,26 @@ def error_report(
     message: str,
     *,
     opts: CommonOptions | None = None,
+    runtime: Runtime | None = None,
     status: Literal["error", "interrupted"] = "error",
 ) -> Report:
-    """A report for a failure that happened before the runtime could produce one."""
+    """A report for a failure that happened before the runtime could produce one.
+
+    When the configuration was already loaded (``runtime`` given), the report also carries
+    what is known from it: workspace, config sources, models and configured checks.
+    """
     import flow_core
 
+    errors = [flow_core.ErrorInfo(code=code, message=message)]
+    if runtime is not None:
+        try:
+            known = runtime.status()
+        except Exception:  # describing the setup must never hide the original error
+            known = None
+        if known is not None:
+            return known.model_copy(
+                update={"kind": kind, "ok": False, "status": status, "errors": errors}
+            )
     return flow_core.Report(
         kind=kind,
         ok=False,
@@ -103,7 +118,7 @@ def error_report(
         flow_version=flow_core.__version__,
         workspace=opts.workspace if opts is not None else None,
         trusted=opts.trusted if opts is not None else False,
-        errors=[flow_core.ErrorInfo(code=code, message=message)],
+        errors=errors,
     )
 
 
@@ -217,7 +232,7 @@ def _produce(
             if kind != "status" and sys.stderr.isatty():
                 from flow_cli._progress import LiveProgress
 
-                progress = LiveProgress.on_stderr()
+                progress = LiveProgress.on_stderr(checks_only=kind == "check")
             runtime = build_runtime(opts, on_event=progress.on_event if progress else None)
             interrupts.runtime = runtime
             if kind == "check" and not opts.trusted:
@@ -229,16 +244,19 @@ def _produce(
                 progress.start()
             if kind == "status":
                 report = runtime.status()
+                _describe_setup(report, runtime)
             elif kind == "check":
                 report = runtime.check(name)
             else:
                 report = runtime.run(task or "")
         except (ConfigError, NotTrustedError) as err:
             say(f"{err.message} [{err.code}]")
-            return EXIT_USAGE, error_report(kind, err.code, err.message, opts=opts)
+            report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
+            return EXIT_USAGE, report
         except FlowError as err:
             say(f"{err.message} [{err.code}]")
-            return EXIT_FAILED, error_report(kind, err.code, err.message, opts=opts)
+            report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
+            return EXIT_FAILED, report
         finally:
             if progress is not None:
                 progress.stop()
@@ -255,14 +273,21 @@ def _produce(
         kill_check_groups()
         say("interrupted; check process groups were killed")
         return EXIT_INTERRUPTED, error_report(
-            kind, "interrupted", "interrupted by a signal", opts=opts, status="interrupted"
+            kind,
+            "interrupted",
+            "interrupted by a signal",
+            opts=opts,
+            runtime=runtime,
+            status="interrupted",
         )
     except Exception as err:  # a bug: still one JSON object on stdout, details on stderr
         import traceback
 
         traceback.print_exc(file=sys.stderr)
         say(f"internal error: {err!r}; please report it with the traceback above")
-        return EXIT_FAILED, error_report(kind, "internal_error", repr(err), opts=opts)
+        return EXIT_FAILED, error_report(
+            kind, "internal_error", repr(err), opts=opts, runtime=runtime
+        )
     finally:
         interrupts.runtime = None
         if runtime is not None:
@@ -277,15 +302,59 @@ def close_quietly(runtime: Runtime) -> None:
         say(f"could not close the runtime cleanly: {err!r}")
 
 
+#: How many lines of the plan a read-only ``flow run`` shows on stderr.
+PLAN_LINES = 12
+
+
+def _describe_setup(report: Report, runtime: Runtime) -> None:
+    """``flow status`` on stderr: a summary line on a terminal, and setup warnings always.
+
+    The report has no field for the model backend, so its kind and ``base_url`` are shown
+    here, for people, and only when stderr is a terminal (a script gets stdout alone).
+    """
+    from flow_cli._summary import missing_executable, status_line
+
+    if sys.stderr.isatty():
+        say(status_line(report, runtime.config))
+    for spec in report.configured_checks:
+        warning = missing_executable(spec, report.workspace)
+        if warning is not None:
+            say(warning)
+
+
 def _explain(report: Report) -> None:
     """Say on stderr, briefly, why a report is not ok."""
+    from flow_cli._summary import check_line, clean
+
     if report.status == "read_only":
-        say("read-only run: planned only, nothing written and no check run; add --trusted")
+        _explain_read_only(report)
+        return
     for err in report.errors:
-        say(f"{err.message} [{err.code}]")
+        say(clean(f"{err.message} [{err.code}]"))
     if report.verification is not None:
         for reason in report.verification.reasons:
-            say(f"not verified: {reason}")
+            say(clean(f"not verified: {reason}"))
     for result in report.checks:
         if result.status != "passed":
-            say(f"check {result.name}: {result.status}")
+            say(check_line(result))
+
+
+def _explain_read_only(report: Report) -> None:
+    """One line for a read-only run, then the first lines of the plan it made."""
+    from flow_cli._summary import clean, plan_excerpt
+
+    say(
+        "read-only run (no --trusted): planned only, nothing was written and no check ran; "
+        "review the plan, then rerun with --trusted to apply it"
+    )
+    for err in report.errors:
+        if err.code != "not_trusted":
+            say(clean(f"{err.message} [{err.code}]"))
+    lines, more = plan_excerpt(report.plan, PLAN_LINES)
+    if not lines:
+        say("the planner produced no plan")
+        return
+    sys.stderr.write("".join(f"  {line}\n" for line in lines))
+    if more:
+        sys.stderr.write(f"  … {more} more line{'s' if more != 1 else ''} in the report's plan\n")
+    sys.stderr.flush()

@@ -25,7 +25,13 @@ _RECENT_TOOLS = 6
 
 @dataclass
 class ProgressState:
-    """What the live view shows. Mutated under ``lock`` by ``update``."""
+    """What the live view shows. Mutated under ``lock`` by ``update``.
+
+    With ``checks_only`` (``flow check``, the TUI's ``/check``: no roles, no tool calls) the
+    view is just the checks, each with its name and elapsed time.
+    """
+
+    checks_only: bool = False
 
     role: str | None = None
     cycle: int | None = None
@@ -78,6 +84,8 @@ class ProgressState:
     def render(self) -> RenderableType:
         """The current view as a rich renderable."""
         with self.lock:
+            if self.checks_only:
+                return Group(*self._check_lines())
             head = Text()
             head.append("role ", style="dim")
             head.append(self.role or "-", style="bold cyan")
@@ -94,21 +102,20 @@ class ProgressState:
             for name, ok in self.tools:
                 mark, style = _mark(ok)
                 lines.append(Text.assemble(("  tool ", "dim"), (mark, style), " ", name))
-            now = time.monotonic()
-            for name, ok, elapsed in self.finished_checks[-4:]:
-                mark, style = _mark(ok)
-                lines.append(
-                    Text.assemble(("  check ", "dim"), (mark, style), f" {name} {elapsed:.1f}s")
-                )
-            for name, started in self.running_checks.items():
-                lines.append(
-                    Text.assemble(
-                        ("  check ", "dim"),
-                        ("…", "yellow"),
-                        f" {name} running {now - started:.1f}s",
-                    )
-                )
+            lines.extend(Text.assemble(("  check ", "dim"), line) for line in self._check_lines())
             return Group(*lines)
+
+    def _check_lines(self) -> list[Text]:
+        """Finished (the last four) and running checks: mark, name, seconds. Under ``lock``."""
+        lines: list[Text] = []
+        now = time.monotonic()
+        finished = self.finished_checks if self.checks_only else self.finished_checks[-4:]
+        for name, ok, elapsed in finished:
+            mark, style = _mark(ok)
+            lines.append(Text.assemble((mark, style), f" {name} {elapsed:.1f}s"))
+        for name, started in self.running_checks.items():
+            lines.append(Text.assemble(("…", "yellow"), f" {name} running {now - started:.1f}s"))
+        return lines
 
 
 def _mark(ok: bool | None) -> tuple[str, str]:
@@ -120,8 +127,10 @@ def _mark(ok: bool | None) -> tuple[str, str]:
 class LiveProgress:
     """A ``ProgressState`` drawn live on a console until ``stop``."""
 
-    def __init__(self, console: Console, *, transient: bool = True) -> None:
-        self.state = ProgressState()
+    def __init__(
+        self, console: Console, *, transient: bool = True, checks_only: bool = False
+    ) -> None:
+        self.state = ProgressState(checks_only=checks_only)
         self._live = Live(
             console=console,
             get_renderable=self.state.render,
@@ -133,9 +142,9 @@ class LiveProgress:
         self._started = False
 
     @classmethod
-    def on_stderr(cls) -> LiveProgress:
-        """A live view on stderr (the CLI's progress)."""
-        return cls(Console(stderr=True))
+    def on_stderr(cls, *, checks_only: bool = False) -> LiveProgress:
+        """A live view on stderr (the CLI's progress); ``checks_only`` for ``flow check``."""
+        return cls(Console(stderr=True, emoji=False), checks_only=checks_only)
 
     def on_event(self, event: Event) -> None:
         """Event sink for ``flow_core.Runtime(on_event=...)``; never raises."""

@@ -19,12 +19,20 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from flow_cli._options import CommonOptions
 from flow_cli._progress import LiveProgress
+from flow_cli._summary import (
+    backend_summary,
+    check_reason_lines,
+    clean,
+    missing_executable,
+    models_summary,
+)
 
 if TYPE_CHECKING:
-    from flow_core import Event, Report, Runtime
+    from flow_core import CheckResult, Event, Report, Runtime
 
 #: Commands of the old tool that Flow deliberately does not offer (seed: TUI paragraph).
 UNAVAILABLE = {
@@ -36,7 +44,7 @@ UNAVAILABLE = {
 
 HELP: tuple[tuple[str, str], ...] = (
     ("/help", "this list"),
-    ("/status", "workspace, trust, config sources, models, checks and budgets"),
+    ("/status", "workspace, trust, config files, backend, models, checks and budgets"),
     ("/check [name]", "run every configured check, or one (needs --trusted)"),
     ("/tools", "the tools each role may call"),
     ("/models", "models installed on the model server"),
@@ -130,13 +138,27 @@ class Tui:
                 self.console.print("[red]error[/]: " + escape(f"{err.message} [{err.code}]"))
 
     def banner(self) -> None:
-        """Say where we are and how to get help."""
-        report = self.rt.status()
+        """Say where we are and how to get help.
+
+        One fact per line, models grouped by name (one line per distinct model), so nothing
+        is broken in the middle at 80 columns; lines are soft-wrapped (rich inserts no line
+        breaks, a terminal wraps a long path itself and a pipe keeps it whole).
+        """
+        runtime = self.rt
+        report = runtime.status()
         trust = "trusted" if report.trusted else "read-only (start with --trusted to edit)"
-        models = ", ".join(f"{role}={name}" for role, name in report.models.items()) or "-"
-        self.console.print(f"[bold]Flow[/] {escape(report.flow_version)} · {escape(trust)}")
-        self.console.print(f"workspace: {escape(report.workspace or '-')}")
-        self.console.print(f"models: {escape(models)}")
+        self.console.print(
+            f"[bold]Flow[/] {escape(report.flow_version)} · {escape(trust)}", soft_wrap=True
+        )
+        self.console.print(f"workspace: {escape(clean(report.workspace or '-'))}", soft_wrap=True)
+        self.console.print(escape(clean(backend_summary(runtime.config))), soft_wrap=True)
+        for i, line in enumerate(models_summary(report.models) or ["-"]):
+            label = "models: " if i == 0 else "        "
+            self.console.print(label + escape(clean(line)), soft_wrap=True)
+        for spec in report.configured_checks:
+            warning = missing_executable(spec, report.workspace)
+            if warning is not None:
+                self.console.print(f"[yellow]{escape(warning)}[/]", soft_wrap=True)
         self.console.print("Type a task, or /help for commands. Ctrl-D leaves.")
 
     def handle(self, line: str) -> bool:
@@ -152,7 +174,7 @@ class Tui:
         if command in ("/quit", "/exit", "/q"):
             return False
         if command in UNAVAILABLE:
-            self.console.print(f"{command} is not available: {UNAVAILABLE[command]}.")
+            self.console.print(escape(f"{command} is not available: {UNAVAILABLE[command]}."))
         elif command == "/help":
             self.show_help()
         elif command == "/status":
@@ -181,30 +203,38 @@ class Tui:
     def show_help(self) -> None:
         table = Table(title="Commands", show_header=False, box=None)
         for name, what in HELP:
-            table.add_row(f"[bold]{escape(name)}[/]", what)
+            table.add_row(f"[bold]{escape(name)}[/]", escape(what))
         self.console.print(table)
-        self.console.print("Not available: " + ", ".join(UNAVAILABLE) + " (type one to see why).")
+        self.console.print(
+            escape("Not available: " + ", ".join(UNAVAILABLE) + " (type one to see why).")
+        )
 
     def show_status(self) -> None:
-        report = self.rt.status()
+        runtime = self.rt
+        report = runtime.status()
         table = Table(title="Status", show_header=False)
-        table.add_row("workspace", escape(report.workspace or "-"))
+        table.add_row("workspace", escape(clean(report.workspace or "-")))
         table.add_row("trusted", "yes" if report.trusted else "no (read-only)")
-        table.add_row("config", escape("\n".join(report.config_sources) or "(defaults only)"))
+        sources = "\n".join(report.config_sources) or "(defaults only)"
+        table.add_row("config", escape(clean(sources)))
+        table.add_row("backend", escape(clean(backend_summary(runtime.config))))
         for role, name in report.models.items():
-            table.add_row(f"model: {role}", escape(name))
+            table.add_row(f"model: {escape(role)}", escape(clean(name)))
         for spec in report.configured_checks:
             flags = "required" if spec.required else "optional"
+            found = "" if spec.executable else "\nnot found: install it or fix cmd[0]"
             table.add_row(
                 f"check: {escape(spec.name)}",
-                escape(f"{spec.kind}, {flags}, {spec.filetypes}: {' '.join(spec.argv)}"),
+                escape(
+                    clean(f"{spec.kind}, {flags}, {spec.filetypes}: {' '.join(spec.argv)}{found}")
+                ),
             )
-        if report.budgets is not None:
-            budgets = report.budgets
-            table.add_row("max model turns", str(budgets.iterations.limit))
-            table.add_row("max cycles", str(budgets.cycles.limit))
-            table.add_row("max tool calls", str(budgets.tool_calls.limit))
-            table.add_row("max context chars", str(budgets.context_chars.limit))
+        # A status report carries no budgets (nothing ran), so show the configured limits.
+        agent = runtime.config.agent
+        table.add_row("max model turns (per role call)", str(agent.max_iterations))
+        table.add_row("max cycles", str(agent.max_cycles))
+        table.add_row("max tool calls (per task)", str(agent.max_tool_calls))
+        table.add_row("max context chars", str(agent.max_context_chars))
         self.console.print(table)
 
     def show_tools(self) -> None:
@@ -213,7 +243,7 @@ class Tui:
         table.add_column("role")
         table.add_column("tools")
         for role, names in self._tools(runtime).items():
-            table.add_row(role, ", ".join(names) or "-")
+            table.add_row(escape(role), escape(", ".join(names) or "-"))
         self.console.print(table)
         if not self.opts.trusted:
             self.console.print("[dim]Read-only session: the coder gets no write or check tools.[/]")
@@ -280,15 +310,15 @@ class Tui:
 
     def check(self, name: str | None) -> None:
         if not self.opts.trusted:
+            self.console.print(escape("Checks run project code, so /check needs --trusted."))
             self.console.print(
-                "Checks run project code. Review [checks.*] in your operator config, "
-                "then restart with --trusted."
+                escape("Review [checks.*] in your operator config, then restart with --trusted.")
             )
             return
         from flow_core import UnknownCheckError
 
         try:
-            report = self._interruptible(lambda rt: rt.check(name))
+            report = self._interruptible(lambda rt: rt.check(name), checks_only=True)
         except UnknownCheckError as err:
             self.console.print(f"[red]{escape(err.message)}[/]")
             return
@@ -298,9 +328,11 @@ class Tui:
         report = self._interruptible(lambda rt: rt.run(text))
         self.summary(report)
 
-    def _interruptible(self, action: Callable[[Runtime], Report]) -> Report:
+    def _interruptible(
+        self, action: Callable[[Runtime], Report], *, checks_only: bool = False
+    ) -> Report:
         runtime = self.rt
-        progress = LiveProgress(self.console)
+        progress = LiveProgress(self.console, checks_only=checks_only)
         self._progress = progress
         self._interrupts = 0
         try:
@@ -329,33 +361,63 @@ class Tui:
     # -- results ----------------------------------------------------------------------------
 
     def summary(self, report: Report) -> None:
-        """Print a report as a table, then its diff in colour."""
+        """Print a report as tables (the run, then its checks), then its diff in colour.
+
+        Everything that comes from the report (model text, check output, paths) is escaped:
+        a ``[`` in it is text, never rich markup.
+        """
         colour = {"verified": "green", "passed": "green", "ok": "green", "interrupted": "yellow"}
         style = colour.get(report.status, "red")
-        table = Table(title=f"{report.kind}: [{style}]{report.status}[/]", show_header=False)
+        title = f"{report.kind}: [{style}]{escape(report.status)}[/]"
         if report.kind == "run":
+            table = Table(title=title, show_header=False)
             table.add_row("verified", "[green]yes[/]" if report.verified else "[red]no[/]")
             reasons = report.verification.reasons if report.verification else []
             if reasons:
-                table.add_row("why not", escape("\n".join(reasons)))
-        for result in report.checks:
-            table.add_row(
-                f"check {escape(result.name)}",
-                f"{result.status} ({result.duration_ms / 1000:.1f}s)",
-            )
-        if report.kind == "run":
-            table.add_row("changed files", escape("\n".join(report.changed_files) or "none"))
+                table.add_row("why not", escape(clean("\n".join(reasons))))
+            table.add_row("changed files", escape(clean("\n".join(report.changed_files) or "none")))
             table.add_row("tool calls", str(len(report.tool_calls)))
-        for err in report.errors:
-            table.add_row("error", escape(f"{err.message} [{err.code}]"))
-        self.console.print(table)
+            for err in report.errors:
+                table.add_row("error", escape(clean(f"{err.message} [{err.code}]")))
+            self.console.print(table)
+            if report.checks:
+                self.console.print(self._checks_table(report.checks, "checks"))
+        else:
+            if report.checks:
+                self.console.print(self._checks_table(report.checks, title))
+            else:
+                self.console.print(title)
+            for err in report.errors:
+                self.console.print("[red]error[/]: " + escape(clean(f"{err.message} [{err.code}]")))
         if report.status == "interrupted":
             self.console.print("Interrupted; check process groups were killed. Back at the prompt.")
         if report.status == "read_only" and report.plan:
             self.console.print("[bold]Plan[/] (read-only session, nothing was changed):")
-            self.console.print(escape(report.plan))
+            self.console.print(escape(clean(report.plan)))
         if report.diff:
             self.console.print(Syntax(report.diff, "diff", word_wrap=True))
+
+    @staticmethod
+    def _checks_table(checks: list[CheckResult], title: str) -> Table:
+        """One row per check: result, required or optional, exit code, time and why."""
+        table = Table(title=title)
+        table.add_column("check", overflow="fold")
+        table.add_column("result")
+        table.add_column("needed")
+        table.add_column("exit", justify="right")
+        table.add_column("time", justify="right")
+        table.add_column("why", overflow="fold", min_width=16)
+        for result in checks:
+            ok = result.status == "passed"
+            table.add_row(
+                escape(result.name),
+                Text(result.status, style="green" if ok else "red"),
+                "required" if result.required else "optional",
+                "-" if result.exit_code is None else str(result.exit_code),
+                f"{result.duration_ms / 1000:.1f}s",
+                Text("\n".join(check_reason_lines(result, max_lines=3, width=100))),
+            )
+        return table
 
 
 def run_tui(opts: CommonOptions) -> int:
@@ -371,7 +433,8 @@ def run_tui(opts: CommonOptions) -> int:
     from flow_cli._commands import say
     from flow_core import ConfigError
 
-    console = Console()
+    # emoji=False: ":name:" in a report (check output, a plan) stays text.
+    console = Console(emoji=False)
     tui = Tui(opts, console)
     try:
         tui.open()
