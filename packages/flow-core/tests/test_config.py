@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from flow_core import (
     make_backend,
     user_config_path,
 )
+from flow_core._config import DEFAULT_PROTECTED
 
 SEED = """\
 workspace_dir = "{ws}"
@@ -122,7 +124,7 @@ def test_seed_example_loads(tmp_path: Path, ws: Path, env: dict[str, str]) -> No
     assert tests.executable == str(venv_python)  # relative to the workspace, symlinks kept
     assert lint.executable == env["PATH"] + "/ruff"  # found on PATH
     assert (lint.required, lint.filetypes) == (True, ("python", ".pyi"))
-    assert cfg.protected == ()
+    assert cfg.protected == DEFAULT_PROTECTED
 
 
 def test_defaults(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
@@ -307,21 +309,27 @@ def test_relative_explicit_file_is_taken_from_cwd(
 def test_operator_file_inside_workspace_is_protected(ws: Path, env: dict[str, str]) -> None:
     f = write(ws / "flow-operator.toml", f'workspace_dir = "{ws}"\n')
     nested = write(ws / "ops" / "flow.toml", f'workspace_dir = "{ws}"\n')
-    assert load_config(config_file=f, environ=env).config.protected == ("flow-operator.toml",)
-    assert load_config(config_file=nested, environ=env).config.protected == ("ops/flow.toml",)
+    assert load_config(config_file=f, environ=env).config.protected == (
+        *DEFAULT_PROTECTED,
+        "flow-operator.toml",
+    )
+    assert load_config(config_file=nested, environ=env).config.protected == (
+        *DEFAULT_PROTECTED,
+        "ops/flow.toml",
+    )
 
 
 def test_user_file_inside_workspace_is_protected(tmp_path: Path, env: dict[str, str]) -> None:
     user = write(Path(env["XDG_CONFIG_HOME"]) / "flow" / "config.toml", "")
     cfg = load_config(environ=env, workspace=tmp_path).config
-    assert cfg.protected == (user.relative_to(tmp_path).as_posix(),)
+    assert cfg.protected == (*DEFAULT_PROTECTED, user.relative_to(tmp_path).as_posix())
 
 
 def test_operator_file_outside_is_not_protected(
     tmp_path: Path, ws: Path, env: dict[str, str]
 ) -> None:
     f = op_file(tmp_path, f'workspace_dir = "{ws}"\n')
-    assert load_config(config_file=f, environ=env).config.protected == ()
+    assert load_config(config_file=f, environ=env).config.protected == DEFAULT_PROTECTED
 
 
 def test_protected_through_a_symlinked_workspace(
@@ -330,7 +338,26 @@ def test_protected_through_a_symlinked_workspace(
     link = tmp_path / "link"
     link.symlink_to(ws)
     f = write(ws / "flow.toml", f'workspace_dir = "{link}"\n')
-    assert load_config(config_file=f, environ=env).config.protected == ("flow.toml",)
+    assert load_config(config_file=f, environ=env).config.protected == (
+        *DEFAULT_PROTECTED,
+        "flow.toml",
+    )
+
+
+def test_agent_launcher_files_are_protected_by_default(ws: Path) -> None:
+    """Files that make an MCP client or agent launch programs are never writable."""
+    assert {".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json"} <= set(DEFAULT_PROTECTED)
+    assert FlowConfig(workspace_dir=ws).protected == DEFAULT_PROTECTED
+    # A caller that passes its own list cannot drop them.
+    cfg = FlowConfig.model_validate({"workspace_dir": str(ws), "protected": ["ops.toml"]})
+    assert cfg.protected == (*DEFAULT_PROTECTED, "ops.toml")
+
+
+def test_an_operator_file_named_like_a_launcher_is_listed_once(
+    ws: Path, env: dict[str, str]
+) -> None:
+    f = write(ws / ".claude" / "settings.json", f'workspace_dir = "{ws}"\n')
+    assert load_config(config_file=f, environ=env).config.protected == DEFAULT_PROTECTED
 
 
 # --- errors: each names the file, the dotted key and the fix ---------------------------------
@@ -404,7 +431,7 @@ def test_unknown_keys(
         ('[ollama]\ntimeout = "120"\n', "ollama.timeout"),
         ("[ollama]\nmodel = 7\n", "ollama.model"),
         ('[checks.t]\ncmd = "pytest -q"\n', "checks.t.cmd"),
-        ('[checks.t]\ncmd = ["pytest", 1]\n', "checks.t.cmd.1"),
+        ('[checks.t]\ncmd = ["pytest", 1]\n', "checks.t.cmd[1]"),
         ('[checks.t]\ncmd = ["x"]\nrequired = 1\n', "checks.t.required"),
         ('[checks.t]\ncmd = ["x"]\ntimeout = 1.5\n', "checks.t.timeout"),
         ('[checks.t]\ncmd = ["x"]\nfiletypes = "python"\n', "checks.t.filetypes"),
@@ -485,13 +512,14 @@ def test_loopback_urls(tmp_path: Path, ws: Path, env: dict[str, str], url: str) 
 @pytest.mark.parametrize(
     ("body", "key", "words"),
     [
-        ("cmd = []\n", "checks.t.cmd", "at least 1"),
-        ('cmd = ["pytest", ""]\n', "checks.t.cmd", "empty string"),
-        ('cmd = [""]\n', "checks.t.cmd", "empty string"),
-        ("timeout = 1000\n", "checks.t.cmd", "required"),
+        ("cmd = []\n", "checks.t.cmd", "argv list is empty"),
+        ('cmd = ["pytest", ""]\n', "checks.t.cmd[1]", "empty string"),
+        ('cmd = [""]\n', "checks.t.cmd[0]", "empty string"),
+        ('cmd = ["a", "b\\u0000"]\n', "checks.t.cmd[1]", "nul character"),
+        ("timeout = 1000\n", "checks.t.cmd", "no cmd"),
         ('cmd = ["x"]\ntimeout = 0\n', "checks.t.timeout", "greater than 0"),
         ('cmd = ["x"]\ntimeout = -5\n', "checks.t.timeout", "greater than 0"),
-        ('cmd = ["x"]\nfiletypes = [""]\n', "checks.t.filetypes", "empty"),
+        ('cmd = ["x"]\nfiletypes = ["py", ""]\n', "checks.t.filetypes[1]", "empty"),
     ],
 )
 def test_bad_checks(
@@ -501,6 +529,147 @@ def test_bad_checks(
     msg = str(error_of(config_file=f, environ=env))
     assert f"{f}: {key}: " in msg
     assert words in msg.lower()
+
+
+# --- wording: the key, the fix, the TOML file's own terms ----------------------------------
+
+#: pydantic's vocabulary, which means nothing to someone editing a TOML file.
+PYDANTIC_JARGON = re.compile(
+    r"\b(Tuple|tuple|dict|str|int|bool|NoneType|Input should|Field required|"
+    r"after validation|Value error|[a-z]+_type|[a-z]+_parsing|literal_error)\b"
+)
+
+
+def test_empty_argv_says_what_to_write(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[checks.t]\ncmd = []\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert msg.startswith(f"{f}: checks.t.cmd: the argv list is empty; fix: ")
+    assert "give the executable and its arguments" in msg
+    assert 'cmd = [".venv/bin/python", "-m", "pytest", "-q"]' in msg
+    assert not PYDANTIC_JARGON.search(msg), msg
+    assert "item" not in msg
+
+
+def test_empty_argument_names_its_index(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[checks.t]\ncmd = ["pytest", ""]\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert msg.startswith(f"{f}: checks.t.cmd[1]: ")
+    assert "empty string" in msg
+    assert "fix: remove it or write the argument" in msg
+    assert "correct the value" not in msg
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '[agent]\nmax_iterations = "6"\n',
+        "[agent]\nmax_cycles = 2.5\n",
+        "[agent]\nmax_cycles = 0\n",
+        '[ollama]\nallow_remote = "yes"\n',
+        '[ollama]\ntimeout = "120"\n',
+        "[ollama]\ntimeout = 0\n",
+        "[ollama]\ntimeout = inf\n",
+        "[ollama]\nmodel = 7\n",
+        '[ollama]\nmodel = ""\n',
+        '[models]\ncoder = ""\n',
+        "[models]\nplanner = [1]\n",
+        '[checks.t]\ncmd = "pytest -q"\n',
+        '[checks.t]\ncmd = ["pytest", 1]\n',
+        '[checks.t]\ncmd = ["x"]\nrequired = 1\n',
+        '[checks.t]\ncmd = ["x"]\ntimeout = 1.5\n',
+        '[checks.t]\ncmd = ["x"]\nfiletypes = "python"\n',
+        '[checks.t]\ncmd = ["x"]\nfiletypes = [1]\n',
+        '[checks.t]\ncmd = ["x"]\nkind = "unit"\n',
+        "[checks.t]\ntimeout = 1000\n",
+        '[checks.t]\ncmd = ["x"]\nbogus = 1\n',
+        'backend = "anthropic"\n',
+        "backend = 1\n",
+        "[ollama]\nmodel = 1979-05-27\n",
+    ],
+)
+def test_messages_use_toml_terms_and_carry_a_fix(
+    tmp_path: Path, ws: Path, env: dict[str, str], body: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n' + body)
+    msg = str(error_of(config_file=f, environ=env))
+    assert msg.startswith(f"{f}: ")
+    assert "; fix: " in msg
+    assert not PYDANTIC_JARGON.search(msg), msg
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ('[agent]\nmax_iterations = "6"\n', "expected an integer, got a string"),
+        ('[ollama]\nallow_remote = "yes"\n', "expected a boolean (true or false)"),
+        ('[checks.t]\ncmd = "pytest -q"\n', "expected an array, got a string"),
+        ("[models]\nplanner = [1]\n", "expected a string, got an array"),
+        ('backend = "anthropic"\n', '"anthropic" is not one of "ollama" or "openai"'),
+        ("[agent]\nmax_cycles = 0\n", "must be at least 1, not 0"),
+        ("[ollama]\ntimeout = 0\n", "fix: write a number of seconds greater than 0"),
+        ('[checks.t]\ncmd = ["x"]\ntimeout = 0\n', "number of milliseconds greater than 0"),
+        ('[checks.t]\ncmd = ["x"]\nbogus = 1\n', "unknown key"),
+    ],
+)
+def test_common_mistakes_in_toml_words(
+    tmp_path: Path, ws: Path, env: dict[str, str], body: str, words: str
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n' + body)
+    assert words in str(error_of(config_file=f, environ=env))
+
+
+def test_non_http_url_does_not_suggest_allow_remote(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n[ollama]\nbase_url = "ftp://127.0.0.1/"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert msg.startswith(f"{f}: ollama.base_url: ")
+    assert "only http and https" in msg
+    assert "allow_remote" not in msg
+    assert 'fix: write the server\'s URL, e.g. base_url = "http://127.0.0.1:11434"' in msg
+
+
+def test_relative_workspace_in_file_is_said_once(tmp_path: Path, env: dict[str, str]) -> None:
+    f = op_file(tmp_path, 'workspace_dir = "relative/dir"\n')
+    msg = str(error_of(config_file=f, environ=env))
+    assert msg.startswith(f"{f}: workspace_dir: 'relative/dir' is a relative path; fix: ")
+    assert msg.count("absolute") == 1
+    assert msg.count("relative path") == 1
+
+
+def test_relative_workspace_override_that_does_not_exist(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    msg = str(error_of(environ=env, workspace="relproj"))
+    assert msg.startswith("--workspace: the directory 'relproj' does not exist")
+    assert "resolved against the current directory" in msg
+    assert str(tmp_path / "relproj") in msg
+    assert "fix: pass the path of an existing project directory to --workspace" in msg
+    # The flag is what is wrong: no "or pass --workspace", no file key.
+    assert "or pass --workspace" not in msg
+    assert "workspace_dir" not in msg
+
+
+def test_absolute_workspace_override_that_does_not_exist(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    missing = tmp_path / "nope"
+    msg = str(error_of(environ=env, workspace=missing))
+    assert msg.startswith(f"--workspace: the directory {str(missing)!r} does not exist; fix: ")
+    assert "resolved against" not in msg
+
+
+def test_direct_construction_errors_read_well(ws: Path) -> None:
+    with pytest.raises(ValidationError) as err:
+        CheckConfig(cmd=())
+    assert "the argv list is empty" in str(err.value)
+    with pytest.raises(ValidationError) as err:
+        CheckConfig(cmd=("pytest", ""))
+    assert "cmd[1] is an empty string" in str(err.value)
+    with pytest.raises(ValidationError) as err:
+        FlowConfig.model_validate({"workspace_dir": "rel"})
+    assert "'rel' is a relative path" in str(err.value)
 
 
 def test_bad_check_name(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:

@@ -254,6 +254,7 @@ def test_timeout(server: replay.OllamaReplayServer) -> None:
     finally:
         release.set()
     assert err.value.code == "backend_timeout"
+    assert "within 0.2 s (ollama.timeout)" in str(err.value)
 
 
 def _closed_port() -> int:

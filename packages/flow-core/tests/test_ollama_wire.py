@@ -300,6 +300,32 @@ def test_timeout_is_backend_timeout() -> None:
     with pytest.raises(BackendError) as err:
         b.chat("m", [])
     assert err.value.code == "backend_timeout"
+    msg = str(err.value)
+    # The seconds and the key that sets them, the fix, and no httpx class name.
+    assert "within 5 s (ollama.timeout)" in msg
+    assert "fix: raise ollama.timeout (seconds)" in msg
+    assert "ReadTimeout" not in msg
+
+
+@pytest.mark.parametrize(
+    ("exc", "phase"),
+    [(httpx.ConnectTimeout, "while connecting"), (httpx.WriteTimeout, "while sending")],
+)
+def test_timeout_message_names_the_phase_and_a_custom_key(
+    exc: type[httpx.TimeoutException], phase: str
+) -> None:
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise exc("timed out", request=request)
+
+    b, _ = backend(slow, timeout_key="profiles.fast.timeout")
+    with pytest.raises(BackendError) as err:
+        b.list_models()
+    msg = str(err.value)
+    assert err.value.code == "backend_timeout"
+    assert "within 5 s (profiles.fast.timeout)" in msg
+    assert phase in msg
+    assert "ollama.timeout" not in msg
+    assert exc.__name__ not in msg
 
 
 def test_connect_error_is_backend_unreachable_with_fix() -> None:
@@ -358,6 +384,8 @@ def test_remote_url_refused_at_construction(url: str) -> None:
     with pytest.raises(BackendError) as err:
         OllamaBackend(url, timeout=1)
     assert err.value.code == "remote_refused"
+    assert "ollama.base_url" in str(err.value)
+    assert "ollama.allow_remote = true" in str(err.value)
 
 
 @pytest.mark.parametrize(
@@ -392,6 +420,9 @@ def test_unusable_url(url: str) -> None:
     with pytest.raises(BackendError) as err:
         OllamaBackend(url, timeout=1)
     assert err.value.code == "backend_malformed"
+    # allow_remote would not make this URL usable, so the message must not suggest it.
+    assert "allow_remote" not in str(err.value)
+    assert "fix: correct ollama.base_url" in str(err.value)
 
 
 def test_bad_numbers_rejected() -> None:

@@ -416,8 +416,14 @@ def test_timeout() -> None:
     def reply(req: httpx.Request) -> httpx.Response:
         raise httpx.ReadTimeout("timed out", request=req)
 
-    be, _ = backend_for(reply)
-    assert code_of(lambda: be.chat("m", [ChatMessage("user", "x")])) == "backend_timeout"
+    be, _ = backend_for(reply, timeout=3)
+    with pytest.raises(BackendError) as err:
+        be.chat("m", [ChatMessage("user", "x")])
+    assert err.value.code == "backend_timeout"
+    msg = str(err.value)
+    assert "within 3 s (openai.timeout)" in msg
+    assert "fix: raise openai.timeout (seconds)" in msg
+    assert "ReadTimeout" not in msg
 
 
 def test_http_error_names_status_and_server_message() -> None:

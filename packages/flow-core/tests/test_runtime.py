@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import flow_core
 from flow_core import (
     ChatMessage,
     ChatResponse,
@@ -17,6 +20,7 @@ from flow_core import (
     EditorFreshness,
     EditorLintResult,
     FlowConfig,
+    NotTrustedError,
     Report,
     Runtime,
     ScriptedBackend,
@@ -337,3 +341,76 @@ def test_runtime_is_a_context_manager(ws: Path, flow_config: Callable[..., FlowC
     with Runtime(flow_config(), backend=backend) as rt:
         assert rt.run("t").status == "read_only"
     assert backend.closed
+
+
+def test_editor_route_never_writes_an_mcp_client_config(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    """The bridge's buffer-aware writes get the same protected-path rule as disk writes."""
+    (ws / ".mcp.json").write_text("{}\n")
+    editor = DiskEditor(ws)
+    write = ToolCall("w1", "write_file", {"path": ".mcp.json", "content": '{"x": 1}\n'})
+    nested = ToolCall("w2", "write_file", {"path": ".vscode/mcp.json", "content": "{}\n"})
+    report, _ = run_with(
+        editor,
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
+        [
+            text("plan"),
+            ChatResponse("", tool_calls=(write,)),
+            ChatResponse("", tool_calls=(nested,)),
+            edit("x = 1", "x = 2"),
+            text("done"),
+            APPROVE,
+        ],
+    )
+    assert [(t.name, t.error) for t in report.tool_calls[:2]] == [
+        ("write_file", "protected"),
+        ("write_file", "protected"),
+    ]
+    assert not [c for c in editor.calls if "mcp.json" in c]
+    assert (ws / ".mcp.json").read_text() == "{}\n"
+    assert report.changed_files == ["app.py"]
+
+
+def test_not_trusted_check_message_is_for_users(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    rt = Runtime(flow_config({"tests": TESTS}), backend=ScriptedBackend([]))
+    with pytest.raises(NotTrustedError) as err:
+        rt.check()
+    msg = str(err.value)
+    assert "--trusted" in msg
+    assert "fix: review the [checks.*] tables in your operator config" in msg
+    assert "seed" not in msg.lower()
+
+
+def _message_strings(path: Path) -> list[str]:
+    """String literals of a module that are not docstrings (what can reach a user)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def test_no_message_cites_an_internal_source() -> None:
+    """Messages never mention the seed or design notes; docstrings and comments may."""
+    src = Path(flow_core.__file__).parent
+    found = [
+        (path.name, text)
+        for path in sorted(src.rglob("*.py"))
+        for text in _message_strings(path)
+        if re.search(r"\bseed\b|DESIGN\.md", text)
+    ]
+    assert found == []
+    # Guard the scan itself: it does see message strings.
+    assert any("--trusted" in t for t in _message_strings(src / "_runtime.py"))

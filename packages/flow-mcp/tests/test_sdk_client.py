@@ -170,15 +170,25 @@ def test_sdk_sees_unknown_tool_as_an_error(
 def test_readme_mcp_json_works_as_written(
     tmp_path: Path, workspace: Path, fake_ollama: FakeOllama
 ) -> None:
-    """The README's ``.mcp.json`` entry, with its placeholder paths filled in, serves."""
+    """The README's client entry (user scope, ``~/.claude.json``), filled in, serves.
+
+    The ``claude mcp add --scope user`` command shown beside it launches the same argv.
+    """
     import json
     import re
+    import shlex
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     block = re.search(r"```json\n(.*?)```", readme, re.S)
     assert block is not None, "README has no json block"
     entry = json.loads(block.group(1))["mcpServers"]["flow"]
     assert entry["type"] == "stdio"
+    add = re.search(r"```sh\n(claude mcp add .*?)```", readme, re.S)
+    assert add is not None, "README has no claude mcp add command"
+    words = shlex.split(add.group(1).replace("\\\n", " "))
+    assert words[:5] == ["claude", "mcp", "add", "--scope", "user"]
+    assert words[5:7] == ["flow", "--"]
+    assert words[7:] == [entry["command"], *entry["args"]]
     config = write_config(tmp_path, workspace, fake_ollama.base_url)
     script = Path(sys.executable).parent / "flow-mcp"
     assert script.exists()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flow_mcp_harness import DEADLINE_S, INIT_PARAMS, RawServer, ServerFactory
+from flow_mcp_harness import DEADLINE_S, INIT_PARAMS, RawServer, ServerFactory, server_env
 
 import flow_mcp
 
@@ -277,6 +277,12 @@ def test_untrusted_check_is_an_error_report(start_server: ServerFactory) -> None
     result = server.request(1, "tools/call", {"name": "flow_check", "arguments": {}})["result"]
     assert result["isError"] is True
     assert result["structuredContent"]["ok"] is False
+    [error] = result["structuredContent"]["errors"]
+    assert error["code"] == "not_trusted"
+    # A message for the person at the client: what to do, no internal references.
+    assert "start Flow again with --trusted" in error["message"]
+    assert "[checks.*]" in error["message"]
+    assert "seed" not in error["message"].lower()
     assert server.finish() == 0
 
 
@@ -524,6 +530,28 @@ def test_nvim_without_flow_rose_names_the_extra(tmp_path: Path, workspace: Path)
     assert b"pip install 'flow-mcp[editor]'" in proc.stderr
 
 
+def test_relative_workspace_that_does_not_exist_names_the_flag(tmp_path: Path) -> None:
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "flow_mcp", "--workspace", "relproj"],
+        cwd=tmp_path,
+        env=server_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_S,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    err = proc.stderr
+    assert "--workspace: the directory 'relproj' does not exist" in err
+    assert "resolved against the current directory" in err
+    assert str(tmp_path / "relproj") in err
+    assert "or pass --workspace" not in err
+
+
 def test_help_lists_the_options() -> None:
     import subprocess
 
@@ -537,6 +565,7 @@ def test_help_lists_the_options() -> None:
     assert proc.returncode == 0
     for option in ("--workspace", "--trusted", "--config", "--model", "--nvim", "--editor-timeout"):
         assert option in proc.stdout
+    assert "resolved against the current directory" in " ".join(proc.stdout.split())
 
 
 GATED_CHECK = """

@@ -15,13 +15,20 @@ A file inside the workspace is never read unless it is the explicit one. Tables 
 key; ``[checks.NAME]`` tables merge by name, and a later definition of a name replaces the
 earlier one whole (an argv is never stitched together from two files).
 
-Every problem is a ``ConfigError`` whose message names the file, the dotted key and the fix.
+Every problem is a ``ConfigError`` whose message names the file, the dotted key and the fix,
+in the TOML file's own terms (array, table, string, integer, boolean), never pydantic's.
 Codes: ``config_invalid`` (bad value, unknown key, missing workspace), ``config_syntax``
 (TOML syntax, not UTF-8), ``config_not_found`` (explicit file missing or unreadable).
+
+Protected files: the operator config files that lie inside the workspace, and the workspace
+files that make an MCP client or coding agent launch programs (``DEFAULT_PROTECTED``), stay
+readable but are never writable through Flow's file tools. A coder that could rewrite
+``.mcp.json`` could change what the next client start launches, ``--trusted`` included.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import shutil
@@ -40,13 +47,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
-from flow_core._backends._http import loopback_problem
+from flow_core._backends._http import url_problem
 from flow_core._errors import ConfigError
 from flow_core._protocols import ROLES
 from flow_core._report import CheckKind
 
 __all__ = [
+    "DEFAULT_PROTECTED",
     "AgentConfig",
     "CheckConfig",
     "CheckKind",
@@ -67,15 +76,33 @@ _TABLES = ("ollama", "openai", "models", "agent", "checks")
 #: Root keys: TOML puts a key written after a [table] header into that table.
 _ROOT_KEYS = ("workspace_dir", "backend")
 
+#: Workspace files that make an MCP client or coding agent launch programs when it next
+#: starts in the project. The file tools may read them but never write them, whatever the
+#: configuration says (compared after NFC normalisation and case folding, by flow-safeio).
+DEFAULT_PROTECTED: tuple[str, ...] = (
+    ".mcp.json",  # Claude Code: project-scope MCP servers (command + args)
+    ".vscode/mcp.json",  # VS Code: workspace MCP servers
+    ".cursor/mcp.json",  # Cursor: project MCP servers
+    ".gemini/settings.json",  # Gemini CLI: project settings, mcpServers
+    ".claude/settings.json",  # Claude Code: project settings, hooks run shell commands
+    ".claude/settings.local.json",  # Claude Code: the same, personal and uncommitted
+)
+
+#: A base_url example per backend table, for fixes.
+_URL_EXAMPLES = {"ollama": "http://127.0.0.1:11434", "openai": "http://127.0.0.1:8080/v1"}
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def _check_base_url(url: str, allow_remote: bool, table: str) -> str:
-    problem = loopback_problem(url, allow_remote=allow_remote)
-    if problem is not None:
-        raise ValueError(f"{problem} (set {table}.allow_remote = true only for a server you trust)")
+    found = url_problem(url, allow_remote=allow_remote)
+    if found is not None:
+        code, problem = found
+        # Only a non-loopback host is fixed by allow_remote; a bad scheme or shape is not.
+        kind = "base_url_remote" if code == "remote_refused" else "base_url_invalid"
+        raise PydanticCustomError(kind, "{problem}", {"problem": problem, "table": table})
     return url.rstrip("/")
 
 
@@ -168,7 +195,7 @@ class CheckConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    cmd: tuple[str, ...] = Field(min_length=1)
+    cmd: tuple[str, ...]
     timeout: int = Field(default=60_000, gt=0)
     required: bool = True
     kind: CheckKind = "check"
@@ -184,18 +211,27 @@ class CheckConfig(BaseModel):
     @field_validator("cmd")
     @classmethod
     def _argv(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v:
+            raise PydanticCustomError("empty_argv", "the argv list is empty")
         for i, arg in enumerate(v):
             if arg == "":
-                raise ValueError(f"argument {i} is an empty string")
+                raise PydanticCustomError(
+                    "empty_argument", "cmd[{index}] is an empty string", {"index": i}
+                )
             if "\x00" in arg:
-                raise ValueError(f"argument {i} contains a NUL character")
+                raise PydanticCustomError(
+                    "nul_argument", "cmd[{index}] contains a NUL character", {"index": i}
+                )
         return v
 
     @field_validator("filetypes")
     @classmethod
     def _filetypes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not ft.strip() for ft in v):
-            raise ValueError("filetypes may not contain an empty string")
+        for i, ft in enumerate(v):
+            if not ft.strip():
+                raise PydanticCustomError(
+                    "empty_filetype", "filetypes[{index}] is an empty string", {"index": i}
+                )
         return v
 
 
@@ -229,8 +265,9 @@ class FlowConfig(BaseModel):
         backend: ``"ollama"`` (default) or ``"openai"``.
         ollama / openai / models / agent: the tables of the same names.
         checks: named checks, ``[checks.NAME]``; names are letters, digits, ``_ . -``.
-        protected: workspace-relative paths of operator config files inside the workspace;
-            the file tools refuse them. Computed by ``load_config``.
+        protected: workspace-relative paths the file tools may read but never write: always
+            ``DEFAULT_PROTECTED`` (files that launch MCP servers or agent hooks), plus the
+            operator config files that lie inside the workspace (added by ``load_config``).
 
     Raises:
         pydantic.ValidationError: when built directly with bad values (``load_config`` turns
@@ -246,7 +283,7 @@ class FlowConfig(BaseModel):
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
-    protected: tuple[str, ...] = ()
+    protected: tuple[str, ...] = DEFAULT_PROTECTED
 
     @field_validator("workspace_dir", mode="before")
     @classmethod
@@ -256,12 +293,15 @@ class FlowConfig(BaseModel):
     @field_validator("workspace_dir")
     @classmethod
     def _workspace(cls, v: Path) -> Path:
+        shown = {"path": repr(str(v))}
         if not v.is_absolute():
-            raise ValueError(f"{str(v)!r} is relative; write an absolute path")
+            raise PydanticCustomError(
+                "workspace_relative", "{path} is a relative path; it must be absolute", shown
+            )
         if not v.exists():
-            raise ValueError(f"{str(v)!r} does not exist")
+            raise PydanticCustomError("workspace_missing", "{path} does not exist", shown)
         if not v.is_dir():
-            raise ValueError(f"{str(v)!r} is not a directory")
+            raise PydanticCustomError("workspace_not_dir", "{path} is not a directory", shown)
         return Path(os.path.normpath(v))
 
     @field_validator("protected", mode="before")
@@ -269,14 +309,22 @@ class FlowConfig(BaseModel):
     def _protected_tuple(cls, v: Any) -> Any:
         return tuple(v) if isinstance(v, list) else v
 
+    @field_validator("protected")
+    @classmethod
+    def _protected_defaults(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # The launcher files stay protected whatever a caller passes.
+        return tuple(dict.fromkeys((*DEFAULT_PROTECTED, *v)))
+
     @field_validator("checks")
     @classmethod
     def _check_names(cls, v: dict[str, CheckConfig]) -> dict[str, CheckConfig]:
         for name in v:
             if not _CHECK_NAME.match(name):
-                raise ValueError(
-                    f"check name {name!r} must start with a letter or digit and use only "
-                    "letters, digits, '_', '.', '-' (at most 64 characters)"
+                raise PydanticCustomError(
+                    "check_name",
+                    "check name {name} must start with a letter or digit and use only "
+                    "letters, digits, '_', '.', '-' (at most 64 characters)",
+                    {"name": repr(name)},
                 )
         return v
 
@@ -413,14 +461,18 @@ def _structure_problems(data: Mapping[str, Any], path: Path) -> None:
 
 
 def _type_name(value: Any) -> str:
+    """The TOML name of a parsed value's type (what the user wrote)."""
+    if isinstance(value, datetime.date | datetime.time):
+        return "a date or time"
     return {
         str: "a string",
         int: "an integer",
         float: "a float",
         bool: "a boolean",
         list: "an array",
+        tuple: "an array",
         dict: "a table",
-    }.get(type(value), type(value).__name__)
+    }.get(type(value), "a value of another kind")
 
 
 def _merge(
@@ -454,26 +506,24 @@ def _origin_of(dotted: str, origin: Mapping[str, str]) -> str | None:
     return None
 
 
+#: pydantic's type names (from error types such as ``int_type``), in TOML's words.
 _EXPECTED = {
     "tuple": "an array",
     "list": "an array",
     "int": "an integer",
-    "bool": "true or false",
+    "bool": "a boolean (true or false)",
     "float": "a number",
     "string": "a string",
     "dict": "a table",
     "model": "a table",
     "path": "a string",
+    "is_instance_of": "a string",
 }
 
-_FIXES = {
-    "extra_forbidden": "remove it or correct its spelling",
-    "missing": "add it",
-    "literal_error": "use one of the allowed values",
-    "greater_than": "use a larger value",
-    "greater_than_equal": "use a larger value",
-    "too_short": "give at least one element",
-    "string_too_short": "give a non-empty string",
+#: Example values for fixes that say "write <type>", by the last key of the location.
+_EXAMPLES = {
+    "cmd": 'cmd = [".venv/bin/python", "-m", "pytest", "-q"]',
+    "filetypes": 'filetypes = ["python", ".pyi"]',
 }
 
 
@@ -492,38 +542,185 @@ def _allowed_keys(loc: tuple[str | int, ...]) -> str:
     return ", ".join(k for k in model.model_fields if k not in ("executable", "protected"))
 
 
+def _toml_value(value: Any) -> str:
+    """A value as TOML would spell it, for messages (short)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return _short('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return _short(repr(value))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _key_text(loc: tuple[str | int, ...]) -> str:
+    """``("checks", "t", "cmd", 1)`` → ``checks.t.cmd[1]``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(root)"
+
+
+def _unit(dotted: str) -> str:
+    if dotted.endswith(".timeout"):
+        return "milliseconds" if dotted.startswith("checks.") else "seconds"
+    return ""
+
+
+def _explain(e: Mapping[str, Any], loc: tuple[str | int, ...], dotted: str) -> tuple[str, str]:
+    """``(problem, fix)`` for one pydantic error, in the TOML file's terms."""
+    kind: str = e["type"]
+    ctx: Mapping[str, Any] = e.get("ctx") or {}
+    got = e.get("input")
+    last = str(loc[-1]) if loc and not isinstance(loc[-1], int) else ""
+    unit = _unit(dotted)
+    if kind == "extra_forbidden":
+        return (
+            "unknown key",
+            f"remove it or correct its spelling (allowed here: {_allowed_keys(loc)})",
+        )
+    if kind == "missing":
+        if last == "cmd":
+            return "this check has no cmd", "add the command as an array, e.g. " + _EXAMPLES["cmd"]
+        return "this required key is missing", "add it"
+    if kind == "empty_argv":
+        return "the argv list is empty", (
+            "give the executable and its arguments, e.g. " + _EXAMPLES["cmd"]
+        )
+    if kind == "empty_argument":
+        return "this argument is an empty string", "remove it or write the argument"
+    if kind == "empty_filetype":
+        return "this entry is an empty string", (
+            'remove it or write a language ("python"), an extension (".py") or "*"'
+        )
+    if kind == "nul_argument":
+        return "this argument contains a NUL character", (
+            "remove the NUL character (\\u0000) from it"
+        )
+    if kind == "base_url_remote":
+        table = str(ctx.get("table", loc[0] if loc else ""))
+        return str(ctx.get("problem", e["msg"])), (
+            "use a loopback URL such as http://127.0.0.1:PORT, or set "
+            f"{table}.allow_remote = true only for a server you trust"
+        )
+    if kind == "base_url_invalid":
+        table = str(ctx.get("table", loc[0] if loc else ""))
+        example = _URL_EXAMPLES.get(table, "http://127.0.0.1:PORT")
+        return str(ctx.get("problem", e["msg"])), (
+            f"write the server's URL, e.g. base_url = {_toml_value(example)}"
+        )
+    if kind == "check_name":
+        return str(e["msg"]), "rename the table, e.g. [checks.tests]"
+    if kind.endswith(("_type", "_parsing")) or kind == "is_instance_of":
+        want = _EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"))
+        if want is None:
+            return str(e["msg"]), "correct the value"
+        problem = f"expected {want}, got {_type_name(got)}"
+        fix = f"write {want}"
+        if isinstance(got, str) and want not in ("a string", "an array", "a table"):
+            fix += " without quotes"
+        if last in _EXAMPLES and want == "an array":
+            fix += ", e.g. " + _EXAMPLES[last]
+        elif unit:
+            fix += f" ({unit})"
+        return problem, fix
+    if kind == "literal_error":
+        allowed = str(ctx.get("expected", "")).replace("'", '"')
+        return f"{_toml_value(got)} is not one of {allowed}", f"write one of {allowed}"
+    if kind in ("greater_than", "greater_than_equal"):
+        bound = ctx.get("gt", ctx.get("ge"))
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
+        words = "greater than" if kind == "greater_than" else "at least"
+        what = (
+            f"a number of {unit}" if unit else "an integer" if isinstance(got, int) else "a value"
+        )
+        return (
+            f"must be {words} {bound}, not {_toml_value(got)}",
+            f"write {what} {'of ' if kind == 'greater_than_equal' else ''}{words} {bound}",
+        )
+    if kind == "finite_number":
+        return f"must be a finite number, not {_toml_value(got)}", (
+            f"write a number of {unit or 'units'}, e.g. 120"
+        )
+    if kind == "string_too_short":
+        fix = "write a model name" if last == "model" or dotted.startswith("models.") else ""
+        if dotted.startswith("models."):
+            fix += ", or remove the key to use the backend's model"
+        what = "the model name" if fix else "the value"
+        return f"{what} is an empty string", fix or "write a non-empty string"
+    if kind == "too_short":
+        return "the array is empty", "give at least one element"
+    return str(e["msg"]).removeprefix("Value error, "), "correct the value"
+
+
+def _workspace_line(e: Mapping[str, Any], where: str, workspace_arg: str | None) -> str | None:
+    """The message for a bad ``workspace_dir``, worded for where it came from."""
+    kind: str = e["type"]
+    if where == "--workspace" and kind in ("workspace_missing", "workspace_not_dir"):
+        given = workspace_arg if workspace_arg is not None else str(e.get("input"))
+        resolved = str(e.get("input"))
+        what = "does not exist" if kind == "workspace_missing" else "is not a directory"
+        line = f"--workspace: the directory {given!r} {what}"
+        if not os.path.isabs(given):
+            line += f" (a relative path is resolved against the current directory: {resolved!r})"
+        return line + "; fix: pass the path of an existing project directory to --workspace"
+    fix = (
+        'write the absolute path of an existing directory, e.g. workspace_dir = "/home/you/'
+        'project", or pass --workspace DIR'
+    )
+    if kind == "missing":
+        return (
+            f"{where}: workspace_dir: no workspace is set; fix: pass --workspace DIR, or add "
+            'workspace_dir = "/absolute/path" at the top of the operator config file, before '
+            "any [table]"
+        )
+    if kind == "workspace_relative":
+        path = (e.get("ctx") or {}).get("path", "")
+        return (
+            f"{where}: workspace_dir: {path} is a relative path; fix: write it as an absolute "
+            'path, e.g. workspace_dir = "/home/you/project", or pass --workspace DIR'
+        )
+    if kind in ("workspace_missing", "workspace_not_dir"):
+        return f"{where}: workspace_dir: {e['msg']}; fix: {fix}"
+    if kind == "is_instance_of":
+        return (
+            f"{where}: workspace_dir: expected a string, got {_type_name(e.get('input'))}; "
+            f"fix: {fix}"
+        )
+    return None
+
+
 def _translate(
-    err: ValidationError, origin: Mapping[str, str], last_source: str | None
+    err: ValidationError,
+    origin: Mapping[str, str],
+    last_source: str | None,
+    workspace_arg: str | None = None,
 ) -> ConfigError:
     lines: list[str] = []
     for e in err.errors(include_url=False):
         loc = tuple(e["loc"])
-        dotted = ".".join(str(p) for p in loc) or "(root)"
-        where = _origin_of(dotted, origin) or last_source or "configuration"
-        kind = e["type"]
-        msg = e["msg"].removeprefix("Value error, ")
-        if kind == "extra_forbidden":
-            fix = f"remove it or correct its spelling (allowed here: {_allowed_keys(loc)})"
-            msg = "unknown key"
-        elif kind == "missing" and dotted == "workspace_dir":
-            fix = (
-                'add workspace_dir = "/absolute/path" at the top of the config file, '
-                "before any [table], or pass --workspace"
-            )
-        elif dotted == "workspace_dir":
-            if kind == "is_instance_of":
-                msg = f"expected a string, not {_type_name(e.get('input'))}"
-            fix = "write the absolute path of an existing directory, or pass --workspace"
-        elif kind.endswith(("_type", "_parsing")):
-            got = _type_name(e.get("input"))
-            want = _EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"))
-            msg = f"expected {want}" if want else msg
-            fix = f"write {want or 'a value of the expected type'}, not {got}"
-        elif dotted in ("ollama.base_url", "openai.base_url"):
-            fix = "use a loopback URL such as http://127.0.0.1:PORT"
-        else:
-            fix = _FIXES.get(kind, "correct the value")
-        lines.append(f"{where}: {dotted}: {msg}; fix: {fix}")
+        index = (e.get("ctx") or {}).get("index")
+        key = _key_text(loc)
+        if isinstance(index, int) and e["type"] in (
+            "empty_argument",
+            "nul_argument",
+            "empty_filetype",
+        ):
+            key += f"[{index}]"
+        where = _origin_of(key, origin) or last_source or "configuration"
+        if key == "workspace_dir":
+            line = _workspace_line(e, where, workspace_arg)
+            if line is not None:
+                lines.append(line)
+                continue
+        problem, fix = _explain(e, loc, key)
+        lines.append(f"{where}: {key}: {problem}; fix: {fix}")
     return ConfigError("\n".join(lines) if lines else str(err))
 
 
@@ -619,8 +816,14 @@ def load_config(
     try:
         cfg = FlowConfig.model_validate(merged, context={"PATH": env.get("PATH")})
     except ValidationError as err:
-        raise _translate(err, origin, sources[-1] if sources else None) from err
-    protected = _protected(sources, cfg.workspace_dir)
-    if protected:
+        raise _translate(
+            err,
+            origin,
+            sources[-1] if sources else None,
+            None if workspace is None else os.fspath(workspace),
+        ) from err
+    inside = _protected(sources, cfg.workspace_dir)
+    if inside:
+        protected = tuple(dict.fromkeys((*cfg.protected, *inside)))
         cfg = cfg.model_copy(update={"protected": protected})
     return LoadedConfig(config=cfg, sources=sources)

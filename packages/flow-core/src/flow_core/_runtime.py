@@ -260,8 +260,8 @@ class Runtime:
         """
         if not self.trusted:
             raise NotTrustedError(
-                "running named checks needs --trusted: checks execute project code "
-                "(seed: 'Trust and security')"
+                "named checks run project code, so they need --trusted; fix: review the "
+                "[checks.*] tables in your operator config, then start Flow again with --trusted"
             )
         if name is not None and name not in self.config.checks:
             known = ", ".join(self.config.checks) or "none"

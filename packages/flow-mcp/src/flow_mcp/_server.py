@@ -115,7 +115,11 @@ def build_parser(prog: str = "flow-mcp") -> argparse.ArgumentParser:
             "130 interrupted (SIGINT or SIGTERM)"
         ),
     )
-    parser.add_argument("--workspace", metavar="DIR", help="project root (absolute path)")
+    parser.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="project root; a relative path is resolved against the current directory",
+    )
     parser.add_argument(
         "--config", dest="config_file", metavar="FILE", help="operator configuration (TOML)"
     )

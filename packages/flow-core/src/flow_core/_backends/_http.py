@@ -35,6 +35,7 @@ __all__ = [
     "monotonic_ms",
     "read_capped",
     "stream_request",
+    "url_problem",
 ]
 
 #: Stable ``BackendError.code`` values the HTTP backends raise, with their meaning.
@@ -85,15 +86,22 @@ def is_loopback_host(host: str) -> bool:
     return addr == ipaddress.IPv6Address("::1")
 
 
-def _url_problem(url: str, *, allow_remote: bool) -> tuple[str, str] | None:
-    """``(code, message)`` for an unusable base URL, else ``None``."""
+def url_problem(url: str, *, allow_remote: bool) -> tuple[str, str] | None:
+    """``(code, message)`` for an unusable base URL, else ``None``.
+
+    The code is ``remote_refused`` when only ``allow_remote`` is missing (the URL itself is
+    fine) and ``backend_malformed`` when no setting would make the URL usable.
+    """
     try:
         parts = urlsplit(url)
         _ = parts.port  # raises ValueError for a port out of range or not a number
     except ValueError as err:
         return "backend_malformed", f"{url!r} is not a valid URL ({err})"
     if parts.scheme not in ("http", "https"):
-        return "backend_malformed", f"{url!r} must start with http:// or https://"
+        return (
+            "backend_malformed",
+            f"{url!r} is not an http:// or https:// URL (only http and https are accepted)",
+        )
     if not parts.hostname:
         return "backend_malformed", f"{url!r} has no host"
     if parts.username is not None or parts.password is not None:
@@ -119,7 +127,7 @@ def loopback_problem(url: str, *, allow_remote: bool) -> str | None:
         url: the configured ``base_url``.
         allow_remote: the operator's explicit permission for a non-loopback host.
     """
-    found = _url_problem(url, allow_remote=allow_remote)
+    found = url_problem(url, allow_remote=allow_remote)
     return None if found is None else found[1]
 
 
@@ -135,11 +143,19 @@ def check_base_url(url: str, *, allow_remote: bool, setting: str) -> str:
         BackendError: code ``remote_refused`` for a non-loopback host without
             ``allow_remote``, ``backend_malformed`` for a URL that is not usable at all.
     """
-    found = _url_problem(url, allow_remote=allow_remote)
+    found = url_problem(url, allow_remote=allow_remote)
     if found is None:
         return url.rstrip("/")
     code, problem = found
-    raise BackendError(f"{setting}: {problem}; fix the URL in the operator config", code=code)
+    if code == "remote_refused":
+        table = setting.rpartition(".")[0] or setting
+        fix = (
+            f"use a loopback URL such as http://127.0.0.1:PORT, or set {table}.allow_remote = "
+            "true in the operator config for a server you trust"
+        )
+    else:
+        fix = f"correct {setting} in the operator config"
+    raise BackendError(f"{setting}: {problem}; fix: {fix}", code=code)
 
 
 def make_client(
@@ -202,6 +218,7 @@ def stream_request(
     json_body: Any = None,
     server: str,
     fix: str,
+    timeout_key: str | None = None,
 ) -> Iterator[httpx.Response]:
     """Send a request and yield the streaming response, translating failures.
 
@@ -216,6 +233,8 @@ def stream_request(
         json_body: request body, sent as JSON.
         server: a human name for messages ("Ollama at http://127.0.0.1:11434").
         fix: what to tell the operator when the server cannot be reached.
+        timeout_key: the config key that sets the client's timeout (``"ollama.timeout"``),
+            named with its value in the ``backend_timeout`` message; ``None`` names none.
 
     Raises:
         BackendError: see above.
@@ -242,8 +261,7 @@ def stream_request(
             yield response
     except httpx.TimeoutException as exc:
         raise BackendError(
-            f"{server} did not answer {method} {path} within the timeout "
-            f"({type(exc).__name__}); fix: raise the timeout (seconds) or use a smaller model",
+            _timeout_message(exc, client, server, f"{method} {path}", timeout_key),
             code="backend_timeout",
         ) from exc
     except httpx.ConnectError as exc:
@@ -257,6 +275,32 @@ def stream_request(
             f"({type(exc).__name__}: {exc}): {fix}",
             code="backend_unreachable",
         ) from exc
+
+
+#: Each httpx timeout class: the phase it ends, in words, and the ``httpx.Timeout`` field.
+_TIMEOUT_PHASES = {
+    "ConnectTimeout": ("while connecting", "connect"),
+    "ReadTimeout": ("while waiting for the reply", "read"),
+    "WriteTimeout": ("while sending the request", "write"),
+    "PoolTimeout": ("while waiting for a free connection", "pool"),
+}
+
+
+def _timeout_message(
+    exc: Exception, client: httpx.Client, server: str, request: str, key: str | None
+) -> str:
+    """``backend_timeout``: the seconds that ran out and the config key that sets them."""
+    phase, field = _TIMEOUT_PHASES.get(type(exc).__name__, ("", "read"))
+    seconds = getattr(getattr(client, "timeout", None), field, None)
+    limit = f"within {seconds:g} s" if isinstance(seconds, int | float) else "in time"
+    if key is not None:
+        limit += f" ({key})"
+    ran_out = f": the time ran out {phase}" if phase else ""
+    what = key if key is not None else "the timeout"
+    return (
+        f"{server} did not answer {request} {limit}{ran_out}; "
+        f"fix: raise {what} (seconds) in the operator config, or use a smaller or faster model"
+    )
 
 
 def _reason(exc: Exception) -> str:

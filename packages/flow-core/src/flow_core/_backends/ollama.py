@@ -47,6 +47,8 @@ class OllamaBackend:
             line); more raises ``response_too_large``.
         transport: an ``httpx`` transport (tests: ``httpx.MockTransport``); None for the network.
         stream: ask Ollama to stream (NDJSON) rather than send one JSON object.
+        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message
+            (default ``"ollama.timeout"``).
 
     Raises:
         BackendError: code ``remote_refused`` for a non-loopback URL without ``allow_remote``
@@ -67,6 +69,7 @@ class OllamaBackend:
         max_response_bytes: int = 4_000_000,
         transport: httpx.BaseTransport | None = None,
         stream: bool = True,
+        timeout_key: str = "ollama.timeout",
     ) -> None:
         if not timeout > 0:
             raise ValueError("timeout must be a positive number of seconds")
@@ -76,6 +79,7 @@ class OllamaBackend:
             base_url, allow_remote=allow_remote, setting="ollama.base_url"
         )
         self.timeout = float(timeout)
+        self.timeout_key = timeout_key
         self.max_response_bytes = max_response_bytes
         self.stream = stream
         self._server = f"Ollama at {self.base_url}"
@@ -129,6 +133,7 @@ class OllamaBackend:
                 json_body=body,
                 server=self._server,
                 fix=self._fix,
+                timeout_key=self.timeout_key,
             ) as response:
                 if self.stream:
                     reply = self._read_stream(response, model)
@@ -296,6 +301,7 @@ class OllamaBackend:
                 json_body=body,
                 server=self._server,
                 fix=self._fix,
+                timeout_key=self.timeout_key,
             ) as response:
                 raw = read_capped(response, self.max_response_bytes, server=self._server)
         except HTTPStatusError as err:

@@ -87,6 +87,8 @@ class OpenAIBackend:
         max_response_bytes: the most bytes accepted for one response body.
         transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``); ``None`` uses
             the network.
+        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message
+            (default ``"openai.timeout"``).
 
     Raises:
         BackendError: ``remote_refused`` for a non-loopback host without ``allow_remote``;
@@ -102,6 +104,7 @@ class OpenAIBackend:
         allow_remote: bool = False,
         max_response_bytes: int = 4_000_000,
         transport: httpx.BaseTransport | None = None,
+        timeout_key: str = "openai.timeout",
     ) -> None:
         if max_response_bytes <= 0:
             raise ValueError("max_response_bytes must be > 0")
@@ -111,6 +114,7 @@ class OpenAIBackend:
             base_url, allow_remote=allow_remote, setting="openai.base_url"
         )
         self.timeout = float(timeout)
+        self.timeout_key = timeout_key
         self.max_response_bytes = max_response_bytes
         self._server = f"the OpenAI-compatible server at {self.base_url}"
         self._fix = (
@@ -214,7 +218,13 @@ class OpenAIBackend:
         if client is None:
             raise BackendError(f"{self._server}: the backend is closed", code="backend_closed")
         with stream_request(
-            client, method, path, json_body=body, server=self._server, fix=self._fix
+            client,
+            method,
+            path,
+            json_body=body,
+            server=self._server,
+            fix=self._fix,
+            timeout_key=self.timeout_key,
         ) as response:
             return read_capped(response, self.max_response_bytes, server=self._server)
 
