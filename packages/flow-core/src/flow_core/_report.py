@@ -76,7 +76,7 @@ class CoverageEntry(_Model):
 
 
 class GateConditions(_Model):
-    """The seed's five conditions ("What verified means"), each judged by the host."""
+    """The five conditions of a verified run, each judged by the host, never by the model."""
 
     within_budgets: bool
     required_checks_passed: bool
@@ -134,7 +134,7 @@ class Budget(_Model):
 
 
 class Budgets(_Model):
-    """Budgets used against their limits (seed: ``[agent]``)."""
+    """Budgets used against their limits (the operator config's ``[agent]`` table)."""
 
     iterations: Budget = Field(description="most model turns in one role invocation")
     cycles: Budget
