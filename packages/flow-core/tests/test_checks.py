@@ -217,3 +217,34 @@ def test_escaped_process_holding_the_pipe_does_not_stall_a_finished_check(tmp_pa
     assert result.status == "passed"
     assert "leader done" in result.output_tail
     assert result.duration_ms < 2_500
+
+
+def _script(path: Path, marker: str) -> None:
+    path.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    path.chmod(0o755)
+
+
+def test_executable_identity_is_pinned_at_load(tmp_path: Path) -> None:
+    from flow_core import FlowConfig
+
+    _script(tmp_path / "tool.sh", "ran-approved")
+    cfg = FlowConfig(workspace_dir=tmp_path, checks={"t": {"cmd": ["./tool.sh"]}})
+    pinned = cfg.checks["t"]
+    assert pinned.executable == str(tmp_path / "tool.sh")
+    assert pinned.executable_id is not None
+    # The program an approved check runs is protected from the file tools.
+    assert "tool.sh" in cfg.protected
+
+    # Control: the approved program runs.
+    assert run_check("t", pinned, cwd=tmp_path).status == "passed"
+    assert (tmp_path / "ran-approved").exists()
+
+    # Replaced through a rename (as an atomic write would do): refused, and never started.
+    _script(tmp_path / "tool.new", "ran-replacement")
+    os.replace(tmp_path / "tool.new", tmp_path / "tool.sh")
+    result = run_check("t", pinned, cwd=tmp_path)
+    assert result.status == "refused"
+    assert result.error is not None
+    assert result.error.code == "check_executable_changed"
+    assert "start Flow again" in result.error.message
+    assert not (tmp_path / "ran-replacement").exists()

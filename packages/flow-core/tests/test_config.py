@@ -124,7 +124,8 @@ def test_seed_example_loads(tmp_path: Path, ws: Path, env: dict[str, str]) -> No
     assert tests.executable == str(venv_python)  # relative to the workspace, symlinks kept
     assert lint.executable == env["PATH"] + "/ruff"  # found on PATH
     assert (lint.required, lint.filetypes) == (True, ("python", ".pyi"))
-    assert cfg.protected == DEFAULT_PROTECTED
+    # The check's program inside the workspace joins the protected files; ruff (on PATH) not.
+    assert cfg.protected == (*DEFAULT_PROTECTED, ".venv/bin/python")
 
 
 def test_defaults(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
@@ -759,3 +760,20 @@ def test_loading_config_does_not_import_httpx(tmp_path: Path, ws: Path) -> None:
         "assert 'httpx' not in sys.modules, 'httpx was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_check_executables_outside_the_workspace_are_not_protected(tmp_path: Path) -> None:
+    from flow_core import FlowConfig
+
+    cfg = FlowConfig(workspace_dir=tmp_path, checks={"t": {"cmd": [sys.executable, "-V"]}})
+    assert cfg.checks["t"].executable_id is not None
+    assert not any(p.endswith("python") or "python3" in p for p in cfg.protected)
+
+
+def test_executable_id_cannot_be_written_in_a_file(tmp_path: Path, env: dict[str, str]) -> None:
+    cfg = tmp_path / "flow.toml"
+    cfg.write_text(
+        f'workspace_dir = "{tmp_path}"\n[checks.t]\ncmd = ["true"]\nexecutable_id = [1, 2]\n'
+    )
+    with pytest.raises(ConfigError, match=r"checks\.t\.executable_id: Flow records"):
+        load_config(config_file=cfg, environ=env)

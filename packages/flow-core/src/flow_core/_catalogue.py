@@ -43,6 +43,8 @@ _FLOW_CODES: dict[str, str] = {
     "or discard them",
     "check_interrupted": "the check was stopped by Ctrl-C or SIGTERM; its process group was killed",
     "check_error": "the check could not be started (permission, exec format, ...)",
+    "check_executable_changed": "the check's executable is not the file that was there when "
+    "the config was loaded (replaced or re-linked); review it, then start Flow again",
     # model tools (_tools.py)
     "tool_unknown": "the model called a tool its role does not have",
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",

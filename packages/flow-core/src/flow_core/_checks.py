@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flow_core._config import executable_identity
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge
 from flow_core._report import CheckResult, ErrorInfo
@@ -267,6 +268,20 @@ def run_check(
             started=started,
             code="check_missing",
             message=f"executable {check.cmd[0]!r} was not found when the config was loaded",
+        )
+    now_id = executable_identity(check.executable)
+    if check.executable_id is not None and now_id != check.executable_id:
+        # The operator approved the program that was there at load; this is another one
+        # (replaced, re-linked or rewritten through a rename). Best effort: the window between
+        # this stat and exec remains, as for any path-based exec.
+        return _result(
+            name,
+            check,
+            "refused",
+            started=started,
+            code="check_executable_changed",
+            message=f"executable {check.executable!r} is not the file that was there when the "
+            "config was loaded; fix: review it, then start Flow again to approve it",
         )
     try:
         proc = subprocess.Popen(

@@ -191,6 +191,9 @@ class CheckConfig(BaseModel):
         executable: absolute path of ``cmd[0]`` found at load (symlinks kept, so a virtualenv's
             interpreter stays itself), or ``None`` when not found. Computed by ``FlowConfig``;
             a missing executable fails the check when it runs, it is not a config error.
+        executable_id: ``(st_dev, st_ino)`` of the file ``executable`` names (symlinks followed)
+            at load: the executable's pinned identity. A check whose executable no longer has
+            this identity when it runs is refused (``check_executable_changed``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -201,6 +204,7 @@ class CheckConfig(BaseModel):
     kind: CheckKind = "check"
     filetypes: tuple[str, ...] = ()
     executable: str | None = None
+    executable_id: tuple[int, int] | None = None
 
     @field_validator("cmd", "filetypes", mode="before")
     @classmethod
@@ -256,6 +260,37 @@ def resolve_executable(argv0: str, workspace: Path, path_env: str | None) -> str
     return os.path.abspath(found) if found else None
 
 
+def executable_identity(path: str | None) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file ``path`` names, following symlinks; None if unreadable.
+
+    Recorded at load as ``CheckConfig.executable_id`` and compared again just before the check
+    starts (DESIGN: "the resolved executable's identity recorded").
+    """
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _inside_workspace(path: str | None, workspace: Path) -> list[str]:
+    """Workspace-relative names of ``path`` and of its resolved target that lie inside."""
+    if path is None:
+        return []
+    root = os.path.realpath(workspace)
+    out: list[str] = []
+    for candidate in (os.path.normpath(path), os.path.realpath(path)):
+        for base in (os.path.normpath(workspace), root):
+            if os.path.commonpath([base, candidate]) == base and candidate != base:
+                rel = Path(os.path.relpath(candidate, base)).as_posix()
+                if rel not in out:
+                    out.append(rel)
+                break
+    return out
+
+
 class FlowConfig(BaseModel):
     """The whole operator configuration.
 
@@ -266,8 +301,9 @@ class FlowConfig(BaseModel):
         ollama / openai / models / agent: the tables of the same names.
         checks: named checks, ``[checks.NAME]``; names are letters, digits, ``_ . -``.
         protected: workspace-relative paths the file tools may read but never write: always
-            ``DEFAULT_PROTECTED`` (files that launch MCP servers or agent hooks), plus the
-            operator config files that lie inside the workspace (added by ``load_config``).
+            ``DEFAULT_PROTECTED`` (files that launch MCP servers or agent hooks), the checks'
+            executables that lie inside the workspace, and the operator config files that lie
+            inside the workspace (added by ``load_config``).
 
     Raises:
         pydantic.ValidationError: when built directly with bad values (``load_config`` turns
@@ -332,16 +368,19 @@ class FlowConfig(BaseModel):
     def _record_executables(self, info: ValidationInfo) -> FlowConfig:
         ctx = info.context if isinstance(info.context, Mapping) else {}
         path_env = ctx.get("PATH", os.environ.get("PATH"))
-        resolved = {
-            name: check.model_copy(
-                update={
-                    "executable": resolve_executable(check.cmd[0], self.workspace_dir, path_env)
-                }
+        resolved: dict[str, CheckConfig] = {}
+        inside: list[str] = []
+        for name, check in self.checks.items():
+            exe = resolve_executable(check.cmd[0], self.workspace_dir, path_env)
+            resolved[name] = check.model_copy(
+                update={"executable": exe, "executable_id": executable_identity(exe)}
             )
-            for name, check in self.checks.items()
-        }
-        # Frozen model: set the computed field once, during validation.
+            inside += _inside_workspace(exe, self.workspace_dir)
+        # Frozen model: set the computed fields once, during validation. A check's executable
+        # inside the workspace is protected like operator config: the model cannot rewrite the
+        # program an approved check runs.
         object.__setattr__(self, "checks", resolved)
+        object.__setattr__(self, "protected", tuple(dict.fromkeys((*self.protected, *inside))))
         return self
 
     def model_for(self, role: str) -> str:
@@ -449,11 +488,12 @@ def _structure_problems(data: Mapping[str, Any], path: Path) -> None:
                         f"[{where}] table; fix: move the {key} line above the first [table] "
                         "header of the file",
                     )
-            if table == "checks" and "executable" in body:
-                raise ConfigError(
-                    f"{path}: {where}.executable: Flow records the executable itself at load; "
-                    "fix: remove this key and put the program in cmd[0]",
-                )
+            for computed in ("executable", "executable_id"):
+                if table == "checks" and computed in body:
+                    raise ConfigError(
+                        f"{path}: {where}.{computed}: Flow records the executable itself at "
+                        "load; fix: remove this key and put the program in cmd[0]",
+                    )
     if "protected" in data:
         raise ConfigError(
             f"{path}: protected: Flow computes the protected files itself; fix: remove this key",
@@ -539,7 +579,9 @@ def _allowed_keys(loc: tuple[str | int, ...]) -> str:
         ann = field.annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             model = ann
-    return ", ".join(k for k in model.model_fields if k not in ("executable", "protected"))
+    return ", ".join(
+        k for k in model.model_fields if k not in ("executable", "executable_id", "protected")
+    )
 
 
 def _toml_value(value: Any) -> str:
