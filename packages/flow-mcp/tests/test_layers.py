@@ -39,6 +39,7 @@ def test_public_names() -> None:
             "TOOL_NAMES",
             "FlowTools",
             "FrameError",
+            "DescriptorFrameReader",
             "FrameReader",
             "FrameWriter",
             "JsonRpcError",
@@ -88,6 +89,63 @@ def test_reader_returns_a_last_line_without_newline_then_eof() -> None:
     assert reader.read_line() == b"{}"
     assert reader.read_line() == b"last"
     assert reader.read_line() is None
+
+
+def _pipe_with(data: bytes) -> int:
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    return r
+
+
+def test_descriptor_reader_has_the_same_line_contract() -> None:
+    frames = b"\n\r\n" + b"x" * 9 + b"\n" + b"y" * 10 + b"\n"
+    fd = _pipe_with(frames)
+    try:
+        reader = flow_mcp.DescriptorFrameReader(fd, limit=10)
+        assert reader.read_line() == b"x" * 9
+        with pytest.raises(FrameError) as info:
+            reader.read_line()
+        assert (info.value.fatal, info.value.code) == (True, -32600)
+    finally:
+        os.close(fd)
+    fd = _pipe_with(b"{}\r\nlast")
+    try:
+        reader = flow_mcp.DescriptorFrameReader(fd)
+        assert [reader.read_line(), reader.read_line(), reader.read_line()] == [
+            b"{}",
+            b"last",
+            None,
+        ]
+    finally:
+        os.close(fd)
+
+
+def test_descriptor_reader_refuses_an_endless_line_before_buffering_it_all() -> None:
+    fd = _pipe_with(b"z" * 64)
+    try:
+        with pytest.raises(FrameError):
+            flow_mcp.DescriptorFrameReader(fd, limit=10).read_line()
+    finally:
+        os.close(fd)
+
+
+def test_descriptor_reader_wait_ends_on_the_signal_wakeup_descriptor() -> None:
+    """A byte on the wakeup pipe (what the interpreter writes for every signal) ends the wait
+    and is drained; input that is ready is then read as usual."""
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.write(wake_w, b"\x0f")
+    fd = _pipe_with(b'{"id": 1}\n')
+    try:
+        reader = flow_mcp.DescriptorFrameReader(fd, wakeup_fd=wake_r)
+        assert reader.read_line() == b'{"id": 1}'
+        with pytest.raises(BlockingIOError):
+            os.read(wake_r, 1)  # drained
+        assert reader.read_line() is None
+    finally:
+        for d in (fd, wake_r, wake_w):
+            os.close(d)
 
 
 @pytest.mark.parametrize(

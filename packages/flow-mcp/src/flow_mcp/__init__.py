@@ -7,7 +7,13 @@ stdio. ``flow serve`` (flow-cli) calls :func:`serve`.
 """
 
 from flow_mcp.__about__ import __version__
-from flow_mcp._framing import MAX_FRAME_BYTES, FrameError, FrameReader, FrameWriter
+from flow_mcp._framing import (
+    MAX_FRAME_BYTES,
+    DescriptorFrameReader,
+    FrameError,
+    FrameReader,
+    FrameWriter,
+)
 from flow_mcp._server import (
     EDITOR_TIMEOUT_DEFAULT,
     EDITOR_TIMEOUT_MAX,
@@ -35,6 +41,7 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "TOOL_NAMES",
+    "DescriptorFrameReader",
     "FlowTools",
     "FrameError",
     "FrameReader",

@@ -11,8 +11,10 @@ This layer knows nothing about JSON-RPC: it turns a line into a Python value or 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO, Final
@@ -74,6 +76,73 @@ class FrameReader:
             line = line.rstrip(b"\r\n")
             if line.strip():
                 return line
+
+
+class DescriptorFrameReader(FrameReader):
+    """Reads frames straight from a descriptor, waking up for signals without a race.
+
+    A blocking ``read()`` on stdin cannot be relied on to notice a signal: one that arrives
+    after Python last checked for pending signals but before the ``read`` syscall starts is
+    only handled once a line comes in, so an idle server would ignore SIGTERM. Here every
+    wait is a ``select`` on the input descriptor *and* the wakeup descriptor given to
+    ``signal.set_wakeup_fd``, which the interpreter writes to on every signal: the wait
+    always ends, and the Python-level handler runs as soon as it does.
+
+    Args:
+        fd: the input descriptor (the client's stdin, moved to a private descriptor).
+        limit: the largest frame in bytes, newline included.
+        wakeup_fd: the read end of the signal wakeup pipe, or None (plain blocking reads).
+    """
+
+    def __init__(self, fd: int, *, limit: int = MAX_FRAME_BYTES, wakeup_fd: int | None = None):
+        self._fd = fd
+        self._limit = limit
+        self._wakeup = wakeup_fd
+        self._buf = bytearray()
+        self._eof = False
+
+    def read_line(self) -> bytes | None:
+        """Same contract as :meth:`FrameReader.read_line`."""
+        while True:
+            end = self._buf.find(b"\n")
+            if end < 0 and not self._eof:
+                if len(self._buf) > self._limit:
+                    raise self._too_large()
+                self._fill()
+                continue
+            if end < 0:  # EOF: a last line without its newline, then nothing
+                if not self._buf:
+                    return None
+                end = len(self._buf) - 1
+            line = bytes(self._buf[: end + 1])
+            del self._buf[: end + 1]
+            if len(line) > self._limit:
+                raise self._too_large()
+            line = line.rstrip(b"\r\n")
+            if line.strip():
+                return line
+
+    def _fill(self) -> None:
+        if self._wakeup is not None:
+            while True:
+                ready, _, _ = select.select([self._fd, self._wakeup], [], [])
+                if self._wakeup in ready:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self._wakeup, 512)  # drained; the handler has run or will now
+                if self._fd in ready:
+                    break
+        chunk = os.read(self._fd, 1 << 16)
+        if chunk:
+            self._buf += chunk
+        else:
+            self._eof = True
+
+    def _too_large(self) -> FrameError:
+        return FrameError(
+            INVALID_REQUEST,
+            f"frame larger than {self._limit} bytes; closing the session",
+            fatal=True,
+        )
 
 
 def _reject_constant(name: str) -> Any:

@@ -45,7 +45,7 @@ from flow_core import (
     load_config,
 )
 from flow_mcp.__about__ import __version__
-from flow_mcp._framing import MAX_FRAME_BYTES, FrameReader, FrameWriter
+from flow_mcp._framing import MAX_FRAME_BYTES, DescriptorFrameReader, FrameWriter
 from flow_mcp._session import Session
 from flow_mcp._tools import FlowTools, ProgressRelay
 
@@ -334,9 +334,16 @@ def run_server(
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, stop.handler)
 
-    reader = FrameReader(
-        os.fdopen(in_fd, "rb", buffering=1 << 16, closefd=False), limit=options.max_frame_bytes
-    )
+    wakeup_r: int | None = None
+    previous_wakeup = -1
+    if handle_signals:
+        # Wake the stdin wait on every signal (see DescriptorFrameReader): without it a
+        # SIGTERM that lands just before the read syscall would wait for the next line.
+        wakeup_r, wakeup_w = os.pipe()
+        os.set_blocking(wakeup_r, False)
+        os.set_blocking(wakeup_w, False)
+        previous_wakeup = signal.set_wakeup_fd(wakeup_w)
+    reader = DescriptorFrameReader(in_fd, limit=options.max_frame_bytes, wakeup_fd=wakeup_r)
     code = EXIT_OK
     try:
         code = session.serve(reader)
@@ -355,6 +362,10 @@ def run_server(
             _quietly("closing the editor bridge", bridge.close)
         for sig, old in previous.items():
             signal.signal(sig, old)
+        if wakeup_r is not None:
+            wakeup_w = signal.set_wakeup_fd(previous_wakeup)
+            os.close(wakeup_w)
+            os.close(wakeup_r)
     return code
 
 
