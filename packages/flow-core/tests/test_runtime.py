@@ -240,18 +240,22 @@ def test_check_report_keeps_run_pre_images_for_rollback(
     assert (ws / "app.py").read_text() == "x = 1\n"
 
 
-def test_rollback_reports_files_it_cannot_remove(
+def test_rollback_removes_files_the_run_created(
     ws: Path, flow_config: Callable[..., FlowConfig]
 ) -> None:
     new = ChatResponse(
-        "", tool_calls=(ToolCall("w", "write_file", {"path": "new.txt", "content": "n"}),)
+        "",
+        tool_calls=(ToolCall("w", "write_file", {"path": "pkg/new.txt", "content": "n"}),),
     )
     backend = ScriptedBackend([text("plan"), new, text("done")])
     rt = Runtime(
         flow_config({"tests": TESTS}, agent={"max_cycles": 1}), trusted=True, backend=backend
     )
     rt.run("t")
-    assert rt.rollback() == ["new.txt"]
+    assert (ws / "pkg" / "new.txt").read_text() == "n"
+    assert rt.rollback() == []
+    assert not (ws / "pkg" / "new.txt").exists()
+    assert rt.rollback() == []  # already gone counts as removed
 
 
 def test_status_lists_models_and_checks(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:

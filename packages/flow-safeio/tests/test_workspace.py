@@ -278,6 +278,35 @@ def test_check_writable_applies_the_write_rules_without_io(tmp_path: Path) -> No
         w.check_writable("a.py")
 
 
+def test_remove_deletes_one_regular_file_by_the_write_rules(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    root = tmp_path / "ws"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a.txt").write_text("x")
+    (root / "conf.toml").write_text("k = 1")
+    os.symlink(outside, root / "link.txt")
+    os.link(outside, root / "hard.txt")
+    with Workspace(root, protected=["conf.toml"]) as w:
+        w.remove("d/a.txt")
+        assert not (root / "d" / "a.txt").exists()
+        assert (root / "d").is_dir()  # only the file goes
+        for bad, error in [
+            ("d/a.txt", flow_safeio.NotFoundError),
+            ("conf.toml", ProtectedPathError),
+            ("link.txt", flow_safeio.SymlinkError),
+            ("hard.txt", flow_safeio.HardLinkError),
+            ("d", flow_safeio.IsDirectoryError),
+            ("../outside.txt", flow_safeio.InvalidPathError),
+        ]:
+            with pytest.raises(error):
+                w.remove(bad)
+    assert (root / "conf.toml").read_text() == "k = 1"
+    assert os.path.islink(root / "link.txt")
+    assert outside.read_text() == "keep"
+    assert os.stat(outside).st_nlink == 2
+
+
 def test_resolver_choice(tmp_path: Path) -> None:
     with Workspace(tmp_path, resolver="walk") as w:
         assert w.resolver == "walk"

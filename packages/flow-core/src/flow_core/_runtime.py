@@ -79,7 +79,7 @@ from flow_core._report import (
 )
 from flow_core._tools import ToolBox, ToolLedger
 from flow_core.skills import load_skill
-from flow_safeio import SafeIOError
+from flow_safeio import NotFoundError, SafeIOError
 
 if TYPE_CHECKING:
     from flow_core._config import FlowConfig
@@ -339,20 +339,26 @@ class Runtime:
         kill_all_process_groups(owner=self)
 
     def rollback(self) -> list[str]:
-        """Restore every file the last run wrote to its pre-image.
+        """Restore every file the last run wrote to its pre-image; remove the files it created.
+
+        Removal goes through ``flow_safeio.Workspace.remove`` (regular files only, no link
+        followed). With an editor bridge attached, created files are left in place: Rose offers
+        no delete, and Flow never bypasses the editor.
 
         Returns:
-            Paths that could not be restored (files the run created cannot be deleted:
-            flow-safeio has no delete).
+            Paths that could not be restored or removed (already gone counts as removed).
         """
         failed: list[str] = []
         ws = self._get_workspace()
         for path, old in self._pre.items():
-            if old is None:
-                failed.append(path)
-                continue
             try:
-                if self._editor is not None:
+                if old is None:
+                    if self._editor is not None:
+                        failed.append(path)
+                    else:
+                        with contextlib.suppress(NotFoundError):
+                            ws.remove(path)
+                elif self._editor is not None:
                     self._editor.write_file(path, old.decode("utf-8"))
                 else:
                     ws.write_bytes(path, old)

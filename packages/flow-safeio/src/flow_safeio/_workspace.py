@@ -592,6 +592,42 @@ class Workspace:
         finally:
             _close(dir_fd, root_fd)
 
+    def remove(self, rel: str) -> None:
+        """Delete one regular file (for hosts undoing their own writes, never a model tool).
+
+        The same rules as a write apply: the path rules, protected paths, no symlink anywhere
+        on the way, the target must be a regular file with a single link. ``unlinkat`` never
+        follows a link, so a name swapped for a symlink at the last moment removes only that
+        link. The directory is fsynced afterwards.
+
+        Args:
+            rel: Workspace-relative path of an existing regular file.
+
+        Raises:
+            NotFoundError: There is no such file.
+            ProtectedPathError, SymlinkError, IsDirectoryError, NotRegularFileError,
+            HardLinkError, InvalidPathError, StaleRootError, ClosedError, SafeIOError: As for
+                :meth:`write_bytes`.
+        """
+        parts = split_path(rel)
+        root_fd = self._check(rel)
+        if not parts:
+            raise IsDirectoryError(rel, "is the workspace root, not a file")
+        self._check_writable(rel, parts)
+        dir_fd = self._open_dir(rel, root_fd, parts[:-1])
+        try:
+            try:
+                st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+                self._require_file(rel, st)
+                os.unlink(parts[-1], dir_fd=dir_fd)
+            except OSError as err:
+                if isinstance(err, SafeIOError):
+                    raise
+                raise self._error(rel, err) from err
+            _fsync_dir(dir_fd)
+        finally:
+            _close(dir_fd, root_fd)
+
     def _create_temp(self, rel: str, dir_fd: int) -> tuple[str, int]:
         for _ in range(16):
             tmp = _TEMP_PREFIX + os.urandom(8).hex()
