@@ -777,3 +777,29 @@ def test_executable_id_cannot_be_written_in_a_file(tmp_path: Path, env: dict[str
     )
     with pytest.raises(ConfigError, match=r"checks\.t\.executable_id: Flow records"):
         load_config(config_file=cfg, environ=env)
+
+
+def test_what_an_approved_check_runs_is_protected(tmp_path: Path) -> None:
+    """The script an interpreter check runs and the virtualenv of an in-workspace executable
+    are protected; the files a check is pointed at are not."""
+    from flow_core import FlowConfig
+
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "lint.sh").write_text("exit 0\n")
+    (tmp_path / "tools" / "run_tests.py").write_text("print('ok')\n")
+    (tmp_path / "app.py").write_text("x = 1\n")
+    venv = tmp_path / "env" / "bin"
+    venv.mkdir(parents=True)
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    os.symlink(sys.executable, venv / "python")
+    cfg = FlowConfig(
+        workspace_dir=tmp_path,
+        checks={
+            "lint": {"cmd": ["/bin/sh", "tools/lint.sh"]},
+            "tests": {"cmd": [sys.executable, "-u", "tools/run_tests.py", "app.py"]},
+            "compile": {"cmd": [sys.executable, "-m", "py_compile", "app.py"]},
+            "venv": {"cmd": ["env/bin/python", "-m", "pytest"]},
+        },
+    )
+    assert {"tools/lint.sh", "tools/run_tests.py", "env/bin/python", "env"} <= set(cfg.protected)
+    assert "app.py" not in cfg.protected  # what a check examines stays editable

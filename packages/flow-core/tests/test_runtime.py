@@ -418,3 +418,29 @@ def test_no_message_cites_an_internal_source() -> None:
     assert found == []
     # Guard the scan itself: it does see message strings.
     assert any("--trusted" in t for t in _message_strings(src / "_runtime.py"))
+
+
+def test_a_file_whose_pre_image_cannot_be_kept_is_never_written(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    """Only a missing file counts as created: an existing file over the read cap cannot be
+    kept for the diff and rollback, so overwriting it is refused (never shown as new, never
+    deleted by a later rollback)."""
+    big = b"x," * 200_000  # 400 KB, over the 256 KiB cap
+    (ws / "data.csv").write_bytes(big)
+    write = ChatResponse(
+        "", tool_calls=(ToolCall("w", "write_file", {"path": "data.csv", "content": "a,b\n"}),)
+    )
+    backend = ScriptedBackend([text("plan"), write, text("done"), text("{}")])
+    rt = Runtime(
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}), trusted=True, backend=backend
+    )
+    report = rt.run("t")
+    assert [(t.name, t.ok, t.error) for t in report.tool_calls] == [
+        ("write_file", False, "too_large")
+    ]
+    assert (ws / "data.csv").read_bytes() == big
+    assert report.changed_files == []
+    assert "data.csv" not in report.diff
+    assert rt.rollback() == []
+    assert (ws / "data.csv").read_bytes() == big

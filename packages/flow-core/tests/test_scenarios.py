@@ -297,6 +297,8 @@ def test_reviewer_rejects(ws: Path, flow_config: Callable[..., FlowConfig]) -> N
         '{"approved": true}',
         '{"approved": true, "summary": "", "findings": [], "extra": 1}',
         '```json\n{"approved": true, "summary": "", "findings": []}\n```',
+        # a repeated key never reads as "last one wins"
+        '{"approved": false, "summary": "reject", "findings": ["bug"], "approved": true}',
     ],
 )
 def test_reviewer_invalid_output_is_not_approval(

@@ -278,3 +278,19 @@ def test_file_io_goes_through_the_editor_and_never_falls_back(ws: Workspace) -> 
     assert (out.ok, out.error) == (False, "editor_error")
     assert Path(ws.root, "e.py").read_text() == "on disk\n"
     assert b2.call("read_file", {"path": "e.py"}).error == "editor_error"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".venv/lib/python3.11/site-packages/sitecustomize.py",
+        "node_modules/.bin/jest",
+        "pkg/__pycache__/x.pyc",
+        "BUILD/out.txt",
+    ],
+)
+def test_generated_and_environment_folders_are_never_written(ws: Workspace, path: str) -> None:
+    b = box(ws)
+    out = b.call("write_file", {"path": path, "content": "import os; os._exit(0)\n"})
+    assert (out.ok, out.error) == (False, "generated_path")
+    assert not Path(ws.root, path.split("/", maxsplit=1)[0]).exists()

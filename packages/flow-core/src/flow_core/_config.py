@@ -86,6 +86,15 @@ DEFAULT_PROTECTED: tuple[str, ...] = (
     ".gemini/settings.json",  # Gemini CLI: project settings, mcpServers
     ".claude/settings.json",  # Claude Code: project settings, hooks run shell commands
     ".claude/settings.local.json",  # Claude Code: the same, personal and uncommitted
+    ".roo/mcp.json",  # Roo Code: project MCP servers
+    ".amazonq/mcp.json",  # Amazon Q: workspace MCP servers
+    "opencode.json",  # opencode: project config, MCP servers and commands
+    ".vscode/tasks.json",  # VS Code: tasks (shell commands, some run on folder open)
+    ".nvim.lua",  # Neovim 'exrc' files run when the project is opened
+    ".exrc",
+    ".envrc",  # direnv: shell code run on entering the directory
+    ".pre-commit-config.yaml",  # hooks run on git commit
+    ".github/workflows",  # CI workflows (a directory: everything under it)
 )
 
 #: A base_url example per backend table, for fixes.
@@ -291,6 +300,46 @@ def _inside_workspace(path: str | None, workspace: Path) -> list[str]:
     return out
 
 
+def _virtualenv_of(path: str | None, workspace: Path) -> list[str]:
+    """The workspace-relative virtualenv (a directory with ``pyvenv.cfg``) holding ``path``."""
+    if path is None:
+        return []
+    root = os.path.normpath(workspace)
+    here = os.path.dirname(os.path.normpath(path))
+    while os.path.commonpath([root, here]) == root and here != root:
+        if os.path.isfile(os.path.join(here, "pyvenv.cfg")):
+            return [Path(os.path.relpath(here, root)).as_posix()]
+        here = os.path.dirname(here)
+    return []
+
+
+#: Interpreters whose first positional argument is the program they run.
+_INTERPRETER = re.compile(
+    r"(python[0-9.]*|pypy[0-9.]*|sh|bash|dash|zsh|ksh|node|deno|bun|ruby|perl|php|lua[0-9.]*|"
+    r"Rscript|tclsh)"
+)
+#: Options after which an interpreter runs no script file (a module or inline code).
+_NO_SCRIPT = frozenset({"-m", "-c", "-e", "--eval"})
+
+
+def _script_of(cmd: tuple[str, ...], workspace: Path) -> list[str]:
+    """The workspace script an interpreter check runs (``sh tools/lint.sh``), if any.
+
+    Only the program is protected, not the files it is pointed at (``py_compile app.py``
+    checks ``app.py``, which the coder must still be able to edit).
+    """
+    if not _INTERPRETER.fullmatch(os.path.basename(cmd[0])):
+        return []
+    for arg in cmd[1:]:
+        if arg in _NO_SCRIPT:
+            return []
+        if arg.startswith("-"):
+            continue
+        candidate = os.path.normpath(os.path.join(workspace, arg))
+        return _inside_workspace(candidate, workspace) if os.path.isfile(candidate) else []
+    return []
+
+
 class FlowConfig(BaseModel):
     """The whole operator configuration.
 
@@ -376,9 +425,12 @@ class FlowConfig(BaseModel):
                 update={"executable": exe, "executable_id": executable_identity(exe)}
             )
             inside += _inside_workspace(exe, self.workspace_dir)
-        # Frozen model: set the computed fields once, during validation. A check's executable
-        # inside the workspace is protected like operator config: the model cannot rewrite the
-        # program an approved check runs.
+            inside += _virtualenv_of(exe, self.workspace_dir)
+            inside += _script_of(check.cmd, self.workspace_dir)
+        # Frozen model: set the computed fields once, during validation. What an approved
+        # check runs is protected like operator config: its executable, the virtualenv it
+        # lives in, and the script an interpreter is given, when they lie in the workspace.
+        # The model cannot rewrite the program an approved check runs.
         object.__setattr__(self, "checks", resolved)
         object.__setattr__(self, "protected", tuple(dict.fromkeys((*self.protected, *inside))))
         return self

@@ -179,11 +179,22 @@ def _unified(path: str, old: bytes | None, new: bytes | None) -> str:
     )
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("duplicate key in a JSON object")
+    return dict(pairs)
+
+
 def _validate_review(text: str) -> Review | None:
-    """The review if ``text`` is exactly one JSON object matching ``REVIEW_SCHEMA``."""
+    """The review if ``text`` is exactly one JSON object matching ``REVIEW_SCHEMA``.
+
+    A repeated key is invalid, not "last one wins": ``{"approved": false, ..., "approved":
+    true}`` must never read as an approval.
+    """
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or set(data) != {"approved", "summary", "findings"}:
         return None
@@ -824,8 +835,19 @@ class Runtime:
             return None
 
     def _keep_pre_image(self, path: str) -> None:
-        if path not in self._pre:
-            self._pre[path] = self._read_disk(path)
+        """Keep the bytes of ``path`` before its first write in this run.
+
+        Only a file that does not exist counts as created. Any other reason the pre-image
+        cannot be read (over the size cap, a hard link, not a regular file) raises the
+        flow-safeio error, so the write is refused: a change Flow cannot show in the diff or
+        undo is never made.
+        """
+        if path in self._pre:
+            return
+        try:
+            self._pre[path] = self._get_workspace().read_bytes(path)
+        except NotFoundError:
+            self._pre[path] = None
 
     def _changed_files(self) -> list[str]:
         return sorted(p for p, old in self._pre.items() if self._read_disk(p) != old)
