@@ -49,11 +49,14 @@ def facts(**over: Any) -> GateFacts:
         ("x.weird", ".weird"),
         ("README.md", "docs"),
         ("data.json", "docs"),
-        ("pyproject.toml", "docs"),
+        ("pyproject.toml", "tool-config"),
         ("c.yaml", "docs"),
         ("notes.txt", "docs"),
         ("LICENSE", "docs"),
-        ("Makefile", "Makefile"),
+        ("Makefile", "tool-config"),
+        ("pytest.ini", "tool-config"),
+        ("scripts/python", "file:python"),
+        ("Jenkinsfile", "file:Jenkinsfile"),
     ],
 )
 def test_language_key(path: str, key: str) -> None:

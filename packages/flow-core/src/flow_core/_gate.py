@@ -14,16 +14,30 @@ and the validated review that the runtime recorded.
 
 Coverage rules (condition 3):
 
-* Each changed file maps to a key: its language name for known extensions (``".py"`` →
-  ``"python"``), otherwise its extension (``".zig"``). Files without an extension use their base
-  name (``"Makefile"``) and so need an operator check naming it or ``"*"``; well-known
-  documentation names (``README``, ``LICENSE``, ...) are documentation.
+* Each changed file maps to one key (:func:`language_key`), checked in this order:
+
+  1. ``"tool-config"`` for a file that configures the tools the checks run (``pytest.ini``,
+     ``pyproject.toml``, ``conftest.py``, ``ruff.toml``, ``package.json``, ``Makefile``,
+     ``.github/workflows/*.yml``, ... see :func:`is_tool_config`). Its entry is always
+     ``vetoed``: editing ``addopts = --co`` into ``pytest.ini`` or ``exclude = ["*"]`` into
+     ``ruff.toml`` switches the checks off while they still exit 0, so no check result can
+     vouch for such a run. Nothing covers this key, not even ``"*"`` or native editor lint.
+  2. ``"docs"`` for documentation and data: a known extension (``.md``, ``.json``, ``.toml``,
+     ``.yaml``, ``.txt``, ...) or a well-known document name without extension (``README``,
+     ``LICENSE``, ...). Such files need the named gate (condition 2) but no linter: their
+     entry is ``not_required``.
+  3. ``"file:NAME"`` for any other file without an extension (``scripts/python`` →
+     ``"file:python"``). The namespace keeps an extension-less file from passing for a
+     language or for documentation: only a ``filetypes`` entry ``"file:NAME"`` or ``"*"``
+     covers it.
+  4. The language name for a known extension (``".py"`` → ``"python"``), otherwise the
+     lower-cased extension (``".foo"``).
+
 * A cycle that changed no file has nothing to cover (condition 3 holds); conditions 2, 4 and 5
   still apply.
-* Documentation and data files (``.md``, ``.json``, ``.toml``, ``.yaml``, ``.txt``, ...) need
-  the named gate (condition 2) but no linter: their entry is ``not_required``.
 * A file is covered by a *passing required* check of kind ``lint``, ``typecheck`` or
-  ``diagnostics`` whose ``filetypes`` include the language name, the ``.ext``, or ``"*"``.
+  ``diagnostics`` whose ``filetypes`` include the file's key, its ``.ext`` (files with an
+  extension only), or ``"*"``; ``filetypes`` entries and keys are compared case-insensitively.
   ``test``, ``build`` and ``check`` kinds never give static coverage; optional checks never
   replace a required gate.
 * A native Rose lint result covers its files only with ``status == "ok"`` and ``verified``;
@@ -35,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
 from flow_core._protocols import EditorLintResult
@@ -49,10 +64,16 @@ from flow_core._report import (
 __all__ = [
     "DOC_EXTENSIONS",
     "DOC_KEY",
+    "FILE_KEY_PREFIX",
     "LANGUAGE_BY_EXTENSION",
     "STATIC_KINDS",
+    "TOOL_CONFIG_DIRS",
+    "TOOL_CONFIG_KEY",
+    "TOOL_CONFIG_NAMES",
+    "TOOL_CONFIG_PATTERNS",
     "GateFacts",
     "evaluate_gate",
+    "is_tool_config",
     "language_key",
 ]
 
@@ -60,6 +81,10 @@ __all__ = [
 STATIC_KINDS = frozenset({"lint", "typecheck", "diagnostics"})
 #: The coverage key shared by documentation and data files.
 DOC_KEY = "docs"
+#: The coverage key of files that configure the tools the checks run: always vetoed.
+TOOL_CONFIG_KEY = "tool-config"
+#: Prefix of the key of a file without an extension (``"file:python"``).
+FILE_KEY_PREFIX = "file:"
 #: Extensions mapped to a language name.
 LANGUAGE_BY_EXTENSION: Mapping[str, str] = {
     ".py": "python",
@@ -102,31 +127,210 @@ DOC_EXTENSIONS = frozenset(
     {".md", ".markdown", ".json", ".toml", ".yaml", ".yml", ".txt", ".rst", ".csv", ".ini", ".cfg"}
 )
 _DOC_NAMES = frozenset(
-    {"README", "LICENSE", "LICENCE", "COPYING", "NOTICE", "AUTHORS", "CHANGELOG", "CHANGES"}
+    {
+        "README",
+        "LICENSE",
+        "LICENCE",
+        "COPYING",
+        "NOTICE",
+        "AUTHORS",
+        "CHANGELOG",
+        "CHANGES",
+        "CONTRIBUTING",
+        "NEWS",
+    }
 )
+
+#: Base names (lower case) of files that configure the tools a check may run. Matching is on
+#: the base name in any directory (``pkg/pyproject.toml`` too: tools read nested configuration,
+#: and a workspace may hold several projects) and ignores case (a case-insensitive file system
+#: reads ``PYTEST.INI`` as ``pytest.ini``). Wrongly vetoing a file costs a human look at the
+#: diff; wrongly trusting one lets a run switch its own checks off.
+TOOL_CONFIG_NAMES = frozenset(
+    {
+        # Python: pytest, ruff, mypy, flake8, pylint, coverage, pyright, tox, nox, pre-commit.
+        "pyproject.toml",
+        "setup.cfg",
+        "tox.ini",
+        "pytest.ini",
+        "pytest.toml",
+        ".pytest.toml",
+        "conftest.py",
+        "noxfile.py",
+        "ruff.toml",
+        ".ruff.toml",
+        "mypy.ini",
+        ".mypy.ini",
+        ".flake8",
+        ".pylintrc",
+        "pylintrc",
+        ".pylintrc.toml",
+        ".coveragerc",
+        "pyrightconfig.json",
+        ".isort.cfg",
+        ".pydocstyle",
+        ".pydocstyle.ini",
+        ".bandit",
+        "sitecustomize.py",
+        "usercustomize.py",
+        ".pre-commit-config.yaml",
+        ".pre-commit-config.yml",
+        # Ignore files that linters honour (ruff skips what .gitignore/.ignore list).
+        ".gitignore",
+        ".ignore",
+        ".eslintignore",
+        ".prettierignore",
+        # JavaScript / TypeScript.
+        "package.json",
+        ".npmrc",
+        ".yarnrc",
+        ".yarnrc.yml",
+        "deno.json",
+        "deno.jsonc",
+        "biome.json",
+        "biome.jsonc",
+        ".swcrc",
+        # Rust.
+        "cargo.toml",
+        "rust-toolchain",
+        "rust-toolchain.toml",
+        "clippy.toml",
+        ".clippy.toml",
+        "rustfmt.toml",
+        ".rustfmt.toml",
+        # Go.
+        "go.mod",
+        "go.work",
+        "staticcheck.conf",
+        # C / C++ and build systems.
+        "makefile",
+        "gnumakefile",
+        "cmakelists.txt",
+        "cmakepresets.json",
+        "cmakeuserpresets.json",
+        "meson.build",
+        "meson.options",
+        "meson_options.txt",
+        "build.ninja",
+        "configure.ac",
+        "makefile.am",
+        ".clang-tidy",
+        ".clang-format",
+        "compile_flags.txt",
+        "compile_commands.json",
+        "build",
+        "build.bazel",
+        "workspace",
+        "workspace.bazel",
+        "module.bazel",
+        ".bazelrc",
+        ".bazelversion",
+        "justfile",
+        ".justfile",
+        "taskfile.yml",
+        "taskfile.yaml",
+        # JVM, Ruby, PHP, Lua, shell, Nix.
+        "pom.xml",
+        "build.gradle",
+        "build.gradle.kts",
+        "settings.gradle",
+        "settings.gradle.kts",
+        "gradle.properties",
+        "gemfile",
+        "rakefile",
+        ".rubocop.yml",
+        ".rspec",
+        "composer.json",
+        "phpunit.xml",
+        "phpunit.xml.dist",
+        "phpstan.neon",
+        "phpstan.neon.dist",
+        "psalm.xml",
+        ".luacheckrc",
+        ".luarc.json",
+        "stylua.toml",
+        ".stylua.toml",
+        ".shellcheckrc",
+        "flake.nix",
+        "flake.lock",
+    }
+)
+#: Shell-style patterns (``fnmatch``, case-sensitive on the lower-cased base name) for tool
+#: configuration that comes in several spellings (``.eslintrc.json``, ``jest.config.ts``).
+TOOL_CONFIG_PATTERNS: tuple[str, ...] = (
+    ".eslintrc*",
+    "eslint.config.*",
+    ".prettierrc*",
+    "prettier.config.*",
+    "jest.config.*",
+    "vitest.config.*",
+    "vitest.workspace.*",
+    "vite.config.*",
+    "babel.config.*",
+    ".babelrc*",
+    ".mocharc*",
+    "karma.conf.*",
+    "playwright.config.*",
+    "tsconfig*.json",
+    "jsconfig*.json",
+    ".golangci.*",
+    "*.cmake",
+    "*.mk",
+)
+#: Directories (lower-cased runs of consecutive path components, at any depth) whose every file
+#: is tool configuration: CI workflows and Cargo's ``.cargo/config.toml`` (a ``runner`` there
+#: replaces the test binaries).
+TOOL_CONFIG_DIRS: tuple[tuple[str, ...], ...] = ((".github", "workflows"), (".cargo",))
+
+
+def is_tool_config(path: str) -> bool:
+    """Whether a workspace-relative path configures the tools that checks run.
+
+    True when the lower-cased base name is in :data:`TOOL_CONFIG_NAMES` or matches one of
+    :data:`TOOL_CONFIG_PATTERNS`, or when the path lies under one of :data:`TOOL_CONFIG_DIRS`.
+    The list is fixed: configuration an operator's check reads from elsewhere (``pytest -c
+    ci.ini``, a script the check runs) is not recognised here.
+    """
+    p = PurePosixPath(path)
+    name = p.name.lower()
+    if name in TOOL_CONFIG_NAMES or any(fnmatchcase(name, pat) for pat in TOOL_CONFIG_PATTERNS):
+        return True
+    dirs = tuple(part.lower() for part in p.parts[:-1])
+    return any(
+        dirs[i : i + len(run)] == run
+        for run in TOOL_CONFIG_DIRS
+        for i in range(len(dirs) - len(run) + 1)
+    )
 
 
 def language_key(path: str) -> str:
     """The coverage key of a workspace-relative path.
 
     Returns:
-        ``"docs"`` for documentation/data, the language name for a known extension, otherwise
-        the lower-cased extension (``".zig"`` is known, ``".foo"`` stays ``".foo"``), or the
-        base name for files without an extension (``"Makefile"``).
+        ``"tool-config"`` for a file that configures the tools the checks run
+        (:func:`is_tool_config`); ``"docs"`` for documentation/data (a documentation extension,
+        or a well-known name such as ``LICENSE``); ``"file:NAME"`` for any other file without
+        an extension (``"scripts/python"`` → ``"file:python"``); otherwise the language name
+        for a known extension, or the lower-cased extension (``".foo"``).
     """
+    if is_tool_config(path):
+        return TOOL_CONFIG_KEY
     p = PurePosixPath(path)
     ext = p.suffix.lower()
     if not ext:
-        return DOC_KEY if p.name.upper() in _DOC_NAMES else p.name
+        return DOC_KEY if p.name.upper() in _DOC_NAMES else FILE_KEY_PREFIX + p.name
     if ext in DOC_EXTENSIONS:
         return DOC_KEY
     return LANGUAGE_BY_EXTENSION.get(ext, ext)
 
 
 def _keys_for(path: str) -> frozenset[str]:
-    """Every filetypes entry that names this file's language: key, ``.ext`` and ``*``."""
+    """Every lower-cased filetypes entry that covers this file: its key, ``.ext`` and ``*``.
+
+    A file without an extension is covered only by its ``file:NAME`` key or ``*``.
+    """
     p = PurePosixPath(path)
-    keys = {language_key(path), "*"}
+    keys = {language_key(path).lower(), "*"}
     if p.suffix:
         keys.add(p.suffix.lower())
     return frozenset(keys)
@@ -193,6 +397,17 @@ def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry]
     for key, files in sorted(by_key.items()):
         if key == DOC_KEY:
             entries.append(CoverageEntry(key=key, files=files, status="not_required"))
+            continue
+        if key == TOOL_CONFIG_KEY:
+            # Never covered: the checks' own configuration cannot be vouched for by the checks.
+            all_ok = False
+            listed = ", ".join(files)
+            it, verb = ("it", "configures") if len(files) == 1 else ("them", "configure")
+            reasons.append(
+                f"{listed} {verb} the tools the checks run; a run that edits {it} cannot be "
+                "verified by those checks — review the diff yourself"
+            )
+            entries.append(CoverageEntry(key=key, files=files, status="vetoed"))
             continue
         by: set[str] = set()
         uncovered: list[str] = []
