@@ -124,8 +124,9 @@ def test_seed_example_loads(tmp_path: Path, ws: Path, env: dict[str, str]) -> No
     assert tests.executable == str(venv_python)  # relative to the workspace, symlinks kept
     assert lint.executable == env["PATH"] + "/ruff"  # found on PATH
     assert (lint.required, lint.filetypes) == (True, ("python", ".pyi"))
-    # The check's program inside the workspace joins the protected files; ruff (on PATH) not.
-    assert cfg.protected == (*DEFAULT_PROTECTED, ".venv/bin/python")
+    # The check's program inside the workspace joins the protected files, and so do the names
+    # that would shadow `-m pytest` from the workspace root; ruff (on PATH) does not.
+    assert cfg.protected == (*DEFAULT_PROTECTED, ".venv/bin/python", "pytest.py", "pytest")
 
 
 def test_defaults(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
@@ -802,4 +803,6 @@ def test_what_an_approved_check_runs_is_protected(tmp_path: Path) -> None:
         },
     )
     assert {"tools/lint.sh", "tools/run_tests.py", "env/bin/python", "env"} <= set(cfg.protected)
+    # python -m py_compile / -m pytest: a ./py_compile.py or ./pytest/ would replace the tool
+    assert {"py_compile.py", "py_compile", "pytest.py", "pytest"} <= set(cfg.protected)
     assert "app.py" not in cfg.protected  # what a check examines stays editable

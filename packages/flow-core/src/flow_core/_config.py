@@ -325,12 +325,20 @@ _NO_SCRIPT = frozenset({"-m", "-c", "-e", "--eval"})
 def _script_of(cmd: tuple[str, ...], workspace: Path) -> list[str]:
     """The workspace script an interpreter check runs (``sh tools/lint.sh``), if any.
 
-    Only the program is protected, not the files it is pointed at (``py_compile app.py``
-    checks ``app.py``, which the coder must still be able to edit).
+    For ``python -m MODULE`` it is the names that would shadow the module from the workspace
+    root (``MODULE.py``, ``MODULE/``), which the check's working directory puts first on
+    ``sys.path``. Only the program is protected, not the files it is pointed at
+    (``py_compile app.py`` checks ``app.py``, which the coder must still be able to edit).
     """
-    if not _INTERPRETER.fullmatch(os.path.basename(cmd[0])):
+    name = os.path.basename(cmd[0])
+    if not _INTERPRETER.fullmatch(name):
         return []
-    for arg in cmd[1:]:
+    for i, arg in enumerate(cmd[1:], start=1):
+        if arg == "-m" and name.startswith(("python", "pypy")) and i + 1 < len(cmd):
+            # ``python -m pytest`` with cwd = the workspace imports ./pytest.py or ./pytest/
+            # first: a file of that name would replace the tool, so neither may be created.
+            top = cmd[i + 1].split(".")[0]
+            return [f"{top}.py", top] if top and "/" not in top else []
         if arg in _NO_SCRIPT:
             return []
         if arg.startswith("-"):

@@ -69,7 +69,10 @@ class CheckResult(_Model):
 class CoverageEntry(_Model):
     """Static-analysis coverage of one language key among the changed files."""
 
-    key: str = Field(description='language name ("python"), extension (".rs") or "docs"')
+    key: str = Field(
+        description='language name ("python"), extension (".zig"), "docs", "tool-config" '
+        '(files that configure the checks\' tools: always vetoed) or "file:NAME" (no extension)'
+    )
     files: list[str]
     status: Literal["covered", "uncovered", "not_required", "vetoed"]
     by: list[str] = Field(default_factory=list, description="check names or 'rose:editor_lint'")

@@ -50,7 +50,7 @@ from flow_core._errors import (
     NotTrustedError,
     UnknownCheckError,
 )
-from flow_core._gate import DOC_KEY, GateFacts, evaluate_gate, language_key
+from flow_core._gate import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
 from flow_core._protocols import (
     ROLES,
     ChatBackend,
@@ -558,7 +558,7 @@ class Runtime:
         self._final_checks = checks
         changed = self._changed_files()
         native: list[EditorLintResult] = []
-        sources = [p for p in changed if language_key(p) != DOC_KEY]
+        sources = [p for p in changed if language_key(p) not in (DOC_KEY, TOOL_CONFIG_KEY)]
         if self._editor is not None and sources:
             try:
                 native.append(self._editor.lint(sources))
