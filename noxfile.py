@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -89,7 +91,7 @@ def declared_siblings(name: str) -> list[str]:
     while pending:
         pyproject = nox.project.load_toml(PACKAGES[pending.pop()].path / "pyproject.toml")
         for req in pyproject["project"]["dependencies"]:
-            dep = req.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip()
+            dep = canonicalize_name(Requirement(req).name)
             if dep in PACKAGES and dep not in found:
                 found.append(dep)
                 pending.append(dep)

@@ -33,6 +33,13 @@ _FLOW_CODES: dict[str, str] = {
     "editor_workspace_mismatch": "Rose's workspace root differs from Flow's; start both with "
     "the same absolute workspace",
     "script_exhausted": "a ScriptedBackend was asked for more replies than its script holds",
+    # reported by the front ends (flow-cli, flow-mcp) in their error reports
+    "usage_error": "the command line was not understood (unknown option, missing argument); "
+    "see --help",
+    "internal_error": "Flow failed unexpectedly; the traceback is on stderr; please report it",
+    "interrupted": "Ctrl-C or SIGTERM stopped the command; check process groups were killed",
+    "invalid_arguments": "an MCP tool call's arguments did not match the tool's inputSchema",
+    "editor_unavailable": "the Rose editor bridge could not be reached or stopped answering",
     # named checks (_checks.py)
     "check_failed": "the check ran and exited with a non-zero status",
     "check_timeout": "the check ran past its timeout (milliseconds); its process group was "

@@ -283,6 +283,7 @@ def run_check(
             message=f"executable {check.executable!r} is not the file that was there when the "
             "config was loaded; fix: review it, then start Flow again to approve it",
         )
+    proc: subprocess.Popen[bytes] | None = None
     try:
         proc = subprocess.Popen(
             list(check.cmd),
@@ -294,16 +295,28 @@ def run_check(
             start_new_session=True,
             close_fds=True,
         )
-    except FileNotFoundError as err:
-        return _result(
-            name,
-            check,
-            "missing",
-            started=started,
-            code="check_missing",
-            message=f"executable {check.executable!r} is gone: {err.strerror}",
-        )
-    except OSError as err:
+        entry = _Live(proc=proc, pgid=proc.pid, owner=owner)
+        _LIVE[proc.pid] = entry
+    except BaseException as err:
+        if proc is not None and proc.pid not in _LIVE:
+            # Interrupted (Ctrl-C, SIGTERM) between the start and the registration: the group
+            # is not yet known to kill_all_process_groups, so end it here.
+            _signal_group(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                proc.wait()
+                if proc.stdout is not None:
+                    proc.stdout.close()
+        if not isinstance(err, OSError):
+            raise
+        if isinstance(err, FileNotFoundError):
+            return _result(
+                name,
+                check,
+                "missing",
+                started=started,
+                code="check_missing",
+                message=f"executable {check.executable!r} is gone: {err.strerror}",
+            )
         return _result(
             name,
             check,
@@ -312,8 +325,6 @@ def run_check(
             code="check_error",
             message=f"could not start {check.cmd[0]!r}: {err.strerror or err}",
         )
-    entry = _Live(proc=proc, pgid=proc.pid, owner=owner)
-    _LIVE[proc.pid] = entry
     try:
         tail, timed_out = _pump(entry, check.timeout / 1000.0, should_stop)
     except BaseException:

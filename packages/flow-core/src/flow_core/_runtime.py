@@ -378,17 +378,19 @@ class Runtime:
         return failed
 
     def close(self) -> None:
-        """Kill this runtime's check groups; close the backend, the editor and the workspace."""
-        kill_all_process_groups(owner=self)
-        if self._backend is not None:
-            self._backend.close()
-        if self._editor is not None:
-            self._editor.close()
-        if self._workspace is not None:
-            close = getattr(self._workspace, "close", None)
-            if close is not None:
-                close()
-            self._workspace = None
+        """Kill this runtime's check groups; close the backend, the editor and the workspace.
+
+        Each is closed even when closing an earlier one raised (the first error propagates).
+        """
+        with contextlib.ExitStack() as stack:
+            if self._workspace is not None:
+                stack.callback(self._workspace.close)
+                self._workspace = None
+            if self._editor is not None:
+                stack.callback(self._editor.close)
+            if self._backend is not None:
+                stack.callback(self._backend.close)
+            stack.callback(kill_all_process_groups, owner=self)
 
     def __enter__(self) -> Runtime:
         return self

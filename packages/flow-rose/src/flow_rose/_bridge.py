@@ -223,8 +223,16 @@ class RoseBridge:
         return self._conn.timeout
 
     def workspace(self) -> str:
-        """Rose's resolved workspace root (absolute; equal to Flow's after ``realpath``)."""
-        return self._workspace
+        """Rose's resolved workspace root, asked of Rose now (``editor_context``).
+
+        Returns:
+            The ``realpath`` of the workspace Rose reports.
+
+        Raises:
+            EditorError: ``editor_workspace_mismatch`` when it is not Flow's (checked on every
+                editor_context and file_* result too), or any request failure.
+        """
+        return _realpath(str(self._context()["workspace"]))
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         """Every allowlisted tool Rose offered at attach, sorted by name.

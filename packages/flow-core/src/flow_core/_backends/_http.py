@@ -5,7 +5,7 @@ loopback, a non-loopback endpoint needs an explicit ``allow_remote``, environmen
 redirects are disabled, and response sizes are bounded while they arrive.
 
 ``httpx`` is imported only inside the functions that need it, so that the config loader (which
-uses ``loopback_problem``) and ``flow status`` never import it.
+uses ``url_problem``) and ``flow status`` never import it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ __all__ = [
     "excerpt",
     "is_loopback_host",
     "iter_lines_capped",
-    "loopback_problem",
     "make_client",
     "monotonic_ms",
     "read_capped",
@@ -115,20 +114,6 @@ def url_problem(url: str, *, allow_remote: bool) -> tuple[str, str] | None:
             "and allow_remote is false",
         )
     return None
-
-
-def loopback_problem(url: str, *, allow_remote: bool) -> str | None:
-    """What is wrong with a backend base URL, or ``None`` when it may be used.
-
-    A usable URL is ``http`` or ``https`` with a host, no user info, no query or fragment, and
-    a loopback host unless ``allow_remote`` (seed: "Trust and security").
-
-    Args:
-        url: the configured ``base_url``.
-        allow_remote: the operator's explicit permission for a non-loopback host.
-    """
-    found = url_problem(url, allow_remote=allow_remote)
-    return None if found is None else found[1]
 
 
 def check_base_url(url: str, *, allow_remote: bool, setting: str) -> str:
