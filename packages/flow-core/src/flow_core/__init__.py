@@ -38,6 +38,9 @@ from flow_core._errors import (
 from flow_core._gate import GateFacts, evaluate_gate, language_key
 from flow_core._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core._protocols import (
+    EDITOR_TIMEOUT_DEFAULT,
+    EDITOR_TIMEOUT_MAX,
+    EDITOR_TIMEOUT_MIN,
     ROLES,
     ChatBackend,
     ChatMessage,
@@ -73,6 +76,9 @@ from flow_core.skills import list_skills, load_skill
 
 __all__ = [
     "BACKEND_ERROR_CODES",
+    "EDITOR_TIMEOUT_DEFAULT",
+    "EDITOR_TIMEOUT_MAX",
+    "EDITOR_TIMEOUT_MIN",
     "EDITOR_TOOL_NAMES",
     "ERROR_CODES",
     "FILE_TOOL_NAMES",

@@ -133,6 +133,13 @@ class EditorLintResult:
     message: str = ""
 
 
+#: Editor request timeouts, in seconds: the default and the accepted range (seed: "Rose
+#: integration"). flow-rose enforces them; flow-mcp and flow-cli check their flags against them.
+EDITOR_TIMEOUT_DEFAULT: float = 120.0
+EDITOR_TIMEOUT_MIN: float = 0.1
+EDITOR_TIMEOUT_MAX: float = 660.0
+
+
 @runtime_checkable
 class EditorBridge(Protocol):
     """The editor seam (implemented by flow-rose's ``RoseBridge``).

@@ -36,7 +36,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
-from flow_core import (
+from flow_core import (  # the EDITOR_TIMEOUT_* range is flow-core's; re-exported by flow_mcp
+    EDITOR_TIMEOUT_DEFAULT,
+    EDITOR_TIMEOUT_MAX,
+    EDITOR_TIMEOUT_MIN,
     ConfigError,
     EditorBridge,
     FlowError,
@@ -54,9 +57,6 @@ EXIT_FRAME: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
-EDITOR_TIMEOUT_MIN: Final = 0.1
-EDITOR_TIMEOUT_MAX: Final = 660.0
-EDITOR_TIMEOUT_DEFAULT: Final = 120.0
 
 INSTRUCTIONS: Final = (
     "Flow runs bounded, host-verified planner -> coder -> reviewer tasks in one workspace with "

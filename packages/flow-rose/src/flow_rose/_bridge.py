@@ -13,18 +13,27 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Self
 
-from flow_core import EDITOR_TOOL_NAMES, EditorError, EditorFreshness, EditorLintResult, Role
+from flow_core import (
+    EDITOR_TIMEOUT_DEFAULT,
+    EDITOR_TIMEOUT_MAX,
+    EDITOR_TIMEOUT_MIN,
+    EDITOR_TOOL_NAMES,
+    EditorError,
+    EditorFreshness,
+    EditorLintResult,
+    Role,
+)
 from flow_rose._connection import Connection
 from flow_rose._errors import editor_error
 from flow_rose._socket import validate_socket
 
-DEFAULT_TIMEOUT: Final = 120.0
+DEFAULT_TIMEOUT: Final = EDITOR_TIMEOUT_DEFAULT
 """Default editor request timeout, in seconds."""
 
-MIN_TIMEOUT: Final = 0.1
+MIN_TIMEOUT: Final = EDITOR_TIMEOUT_MIN
 """Smallest accepted editor request timeout, in seconds."""
 
-MAX_TIMEOUT: Final = 660.0
+MAX_TIMEOUT: Final = EDITOR_TIMEOUT_MAX
 """Largest accepted editor request timeout, in seconds."""
 
 EDITOR_TOOLS: Final[frozenset[str]] = frozenset(EDITOR_TOOL_NAMES)
