@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from flow_core import CheckConfig, EditorFreshness, kill_all_process_groups, run_check
-from flow_core._checks import OUTPUT_TAIL_BYTES, live_process_groups
+from flow_core.verify._checks import OUTPUT_TAIL_BYTES, live_process_groups
 
 PY = sys.executable
 

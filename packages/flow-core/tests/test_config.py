@@ -23,7 +23,7 @@ from flow_core import (
     make_backend,
     user_config_path,
 )
-from flow_core._config import DEFAULT_PROTECTED
+from flow_core.config._schema import DEFAULT_PROTECTED
 
 SEED = """\
 workspace_dir = "{ws}"
@@ -744,7 +744,7 @@ def test_make_backend_ollama(ws: Path) -> None:
 def test_make_backend_openai(ws: Path) -> None:
     cfg = FlowConfig.model_validate({"workspace_dir": str(ws), "backend": "openai"})
     transport = httpx.MockTransport(lambda r: httpx.Response(500))
-    if importlib.util.find_spec("flow_core._backends.openai") is None:
+    if importlib.util.find_spec("flow_core.models.openai") is None:
         with pytest.raises(ConfigError, match="not available"):
             make_backend(cfg, transport=transport)
     else:

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from flow_core import BackendError, ChatMessage, ToolCall
-from flow_core._backends._http import BACKEND_ERROR_CODES
-from flow_core._backends.openai import OpenAIBackend
+from flow_core.models._http import BACKEND_ERROR_CODES
+from flow_core.models.openai import OpenAIBackend
 
 BASE = "http://127.0.0.1:8080/v1"
 

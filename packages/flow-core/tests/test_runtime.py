@@ -309,7 +309,7 @@ def test_ctrl_c_during_check_kills_the_group_and_reports_interrupted(
     import signal
     import threading
 
-    from flow_core._checks import live_process_groups
+    from flow_core.verify._checks import live_process_groups
 
     pid_file = ws.parent / "pid"
     slow = {
@@ -417,7 +417,7 @@ def test_no_message_cites_an_internal_source() -> None:
     ]
     assert found == []
     # Guard the scan itself: it does see message strings.
-    assert any("--trusted" in t for t in _message_strings(src / "_runtime.py"))
+    assert any("--trusted" in t for t in _message_strings(src / "run" / "_runtime.py"))
 
 
 def test_a_file_whose_pre_image_cannot_be_kept_is_never_written(

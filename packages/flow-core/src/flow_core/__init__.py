@@ -5,28 +5,7 @@ the CLI, the TUI, the MCP server and custom agents.
 """
 
 from flow_core.__about__ import __version__
-from flow_core._backends import (
-    BACKEND_ERROR_CODES,
-    OllamaBackend,
-    ScriptedBackend,
-    ScriptedReply,
-    ScriptedRequest,
-    make_backend,
-)
-from flow_core._backends.openai import OpenAIBackend
 from flow_core._catalogue import ERROR_CODES
-from flow_core._checks import kill_all_process_groups, run_check
-from flow_core._config import (
-    AgentConfig,
-    CheckConfig,
-    FlowConfig,
-    LoadedConfig,
-    ModelsConfig,
-    OllamaConfig,
-    OpenAIConfig,
-    load_config,
-    user_config_path,
-)
 from flow_core._errors import (
     BackendError,
     ConfigError,
@@ -35,8 +14,6 @@ from flow_core._errors import (
     NotTrustedError,
     UnknownCheckError,
 )
-from flow_core._gate import GateFacts, evaluate_gate, language_key
-from flow_core._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core._protocols import (
     EDITOR_TIMEOUT_DEFAULT,
     EDITOR_TIMEOUT_MAX,
@@ -70,9 +47,32 @@ from flow_core._report import (
     Verification,
     report_json_schema,
 )
-from flow_core._runtime import REVIEW_SCHEMA, Runtime
-from flow_core._tools import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+from flow_core.config._schema import (
+    AgentConfig,
+    CheckConfig,
+    FlowConfig,
+    LoadedConfig,
+    ModelsConfig,
+    OllamaConfig,
+    OpenAIConfig,
+    load_config,
+    user_config_path,
+)
+from flow_core.models import (
+    BACKEND_ERROR_CODES,
+    OllamaBackend,
+    ScriptedBackend,
+    ScriptedReply,
+    ScriptedRequest,
+    make_backend,
+)
+from flow_core.models._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
+from flow_core.models.openai import OpenAIBackend
+from flow_core.run._runtime import REVIEW_SCHEMA, Runtime
 from flow_core.skills import list_skills, load_skill
+from flow_core.tools._toolbox import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+from flow_core.verify._checks import kill_all_process_groups, run_check
+from flow_core.verify._gate import GateFacts, evaluate_gate, language_key
 
 __all__ = [
     "BACKEND_ERROR_CODES",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from flow_core._backends._http import BACKEND_ERROR_CODES
-from flow_core._parse import REPLY_ISSUE_CODES
+from flow_core.models._http import BACKEND_ERROR_CODES
+from flow_core.models._parse import REPLY_ISSUE_CODES
 from flow_safeio import ERROR_CODES as _SAFEIO_CODES
 
 __all__ = ["ERROR_CODES"]
@@ -40,7 +40,7 @@ _FLOW_CODES: dict[str, str] = {
     "interrupted": "Ctrl-C or SIGTERM stopped the command; check process groups were killed",
     "invalid_arguments": "an MCP tool call's arguments did not match the tool's inputSchema",
     "editor_unavailable": "the Rose editor bridge could not be reached or stopped answering",
-    # named checks (_checks.py)
+    # named checks (verify/_checks.py)
     "check_failed": "the check ran and exited with a non-zero status",
     "check_timeout": "the check ran past its timeout (milliseconds); its process group was "
     "killed; raise checks.NAME.timeout or speed the command up",
@@ -52,14 +52,14 @@ _FLOW_CODES: dict[str, str] = {
     "check_error": "the check could not be started (permission, exec format, ...)",
     "check_executable_changed": "the check's executable is not the file that was there when "
     "the config was loaded (replaced or re-linked); review it, then start Flow again",
-    # model tools (_tools.py)
+    # model tools (tools/_toolbox.py)
     "tool_unknown": "the model called a tool its role does not have",
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
     "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
     "generated_path": "the path lies in a generated or environment folder (.venv, node_modules, "
     "build, ...); the file tools never write there",
     "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
-    # the runtime (_runtime.py)
+    # the runtime (run/_runtime.py)
     "no_checks": "no named checks are configured, so nothing can be verified; add a "
     "[checks.NAME] table",
     "budget_iterations": "a role used agent.max_iterations model turns without finishing",

@@ -17,7 +17,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flow_core._backends._http import (
+from flow_core._errors import BackendError
+from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core.models._http import (
     HTTPStatusError,
     check_base_url,
     excerpt,
@@ -27,8 +29,6 @@ from flow_core._backends._http import (
     read_capped,
     stream_request,
 )
-from flow_core._errors import BackendError
-from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
 
 if TYPE_CHECKING:
     import httpx

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flow_core._backends._http import BACKEND_ERROR_CODES
-from flow_core._backends.ollama import OllamaBackend
-from flow_core._backends.scripted import ScriptedBackend, ScriptedReply, ScriptedRequest
 from flow_core._errors import ConfigError
+from flow_core.models._http import BACKEND_ERROR_CODES
+from flow_core.models.ollama import OllamaBackend
+from flow_core.models.scripted import ScriptedBackend, ScriptedReply, ScriptedRequest
 
 if TYPE_CHECKING:
     import httpx
 
-    from flow_core._config import FlowConfig
     from flow_core._protocols import ChatBackend
+    from flow_core.config._schema import FlowConfig
 
 __all__ = [
     "BACKEND_ERROR_CODES",
@@ -35,7 +35,7 @@ def make_backend(
     """Build the backend that ``config.backend`` selects.
 
     ``"ollama"`` gives an ``OllamaBackend`` for ``[ollama]``; ``"openai"`` gives
-    ``flow_core._backends.openai.OpenAIBackend`` for ``[openai]``, constructed as
+    ``flow_core.models.openai.OpenAIBackend`` for ``[openai]``, constructed as
     ``OpenAIBackend(base_url, timeout=seconds, allow_remote=bool, transport=transport)``.
 
     Args:
@@ -56,11 +56,11 @@ def make_backend(
         )
     if config.backend == "openai":
         try:
-            from flow_core._backends.openai import (  # type: ignore[import-not-found,unused-ignore]
+            from flow_core.models.openai import (  # type: ignore[import-not-found,unused-ignore]
                 OpenAIBackend,
             )
         except ModuleNotFoundError as err:
-            if err.name != "flow_core._backends.openai":
+            if err.name != "flow_core.models.openai":
                 raise
             raise ConfigError(
                 'backend = "openai": the OpenAI-compatible backend is not available in this '

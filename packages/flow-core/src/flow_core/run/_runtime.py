@@ -17,7 +17,7 @@ One ``run(task)``:
       with an editor attached, Rose's native linter over the changed source files;
    d. **reviewer**: fresh context, read-only tools, structured output validated against
       ``REVIEW_SCHEMA``; it runs only when the coder completed and every required check passed;
-   e. hashes and freshness again; the gate (``flow_core._gate``) judges the five conditions;
+   e. hashes and freshness again; the gate (``flow_core.verify._gate``) judges the five conditions;
    f. verified → stop; otherwise failures and findings feed the next cycle.
 
 A role *completes* only when the model replies with text, no tool call and no parse issue in
@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flow_core.__about__ import __version__
-from flow_core._checks import kill_all_process_groups, run_check
 from flow_core._errors import (
     BackendError,
     EditorError,
@@ -50,7 +49,6 @@ from flow_core._errors import (
     NotTrustedError,
     UnknownCheckError,
 )
-from flow_core._gate import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
 from flow_core._protocols import (
     ROLES,
     ChatBackend,
@@ -77,12 +75,14 @@ from flow_core._report import (
     Timings,
     Verification,
 )
-from flow_core._tools import ToolBox, ToolLedger
 from flow_core.skills import load_skill
+from flow_core.tools._toolbox import ToolBox, ToolLedger
+from flow_core.verify._checks import kill_all_process_groups, run_check
+from flow_core.verify._gate import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
 from flow_safeio import NotFoundError, SafeIOError
 
 if TYPE_CHECKING:
-    from flow_core._config import FlowConfig
+    from flow_core.config._schema import FlowConfig
     from flow_safeio import Workspace
 
 __all__ = ["REVIEW_SCHEMA", "Runtime"]
@@ -419,7 +419,7 @@ class Runtime:
 
     def _get_backend(self) -> ChatBackend:
         if self._backend is None:
-            from flow_core._backends import make_backend
+            from flow_core.models import make_backend
 
             self._backend = make_backend(self.config)
         return self._backend
@@ -713,7 +713,7 @@ class Runtime:
         cycle: int | None,
         response_format: Mapping[str, Any] | None = None,
     ) -> _RoleOutcome:
-        from flow_core._parse import parse_reply
+        from flow_core.models._parse import parse_reply
 
         agent = self.config.agent
         limit = agent.max_context_chars

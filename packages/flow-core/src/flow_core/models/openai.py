@@ -30,7 +30,7 @@ Server quirks this module works around (measured against ``llama_cpp.server`` 0.
 What the *model* said is never judged here. The OpenAI chat format defines tool-call
 ``arguments`` as a JSON-encoded string, so a string that decodes to a JSON object is decoded
 here (that is the protocol, not a misbehaviour); any other string stays a ``str`` in
-``ToolCall.arguments`` so that ``flow_core._parse.parse_reply`` classifies it. Unknown tool
+``ToolCall.arguments`` so that ``flow_core.models._parse.parse_reply`` classifies it. Unknown tool
 names, empty replies and text that looks like a tool call are passed through unchanged.
 
 Errors are ``BackendError`` with the codes of ``BACKEND_ERROR_CODES``: ``backend_unreachable``,
@@ -45,7 +45,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flow_core._backends._http import (
+from flow_core._errors import BackendError
+from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core.models._http import (
     HTTPStatusError,
     check_base_url,
     excerpt,
@@ -54,8 +56,6 @@ from flow_core._backends._http import (
     read_capped,
     stream_request,
 )
-from flow_core._errors import BackendError
-from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
 
 if TYPE_CHECKING:
     import httpx

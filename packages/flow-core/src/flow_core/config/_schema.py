@@ -49,10 +49,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from flow_core._backends._http import url_problem
 from flow_core._errors import ConfigError
 from flow_core._protocols import ROLES
 from flow_core._report import CheckKind
+from flow_core.models._http import url_problem
 
 __all__ = [
     "DEFAULT_PROTECTED",
