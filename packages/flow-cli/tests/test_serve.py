@@ -64,3 +64,25 @@ def test_serve_rejects_an_editor_timeout_out_of_range(env, workspace: Path) -> N
     assert result.code == 2
     assert "--editor-timeout" in result.stderr
     assert result.stdout == ""
+
+
+def test_serve_takes_its_editor_timeout_range_from_flow_core() -> None:
+    # One range for every front end: the CLI's help and its check both read flow-core's.
+    from click.testing import CliRunner
+
+    from flow_cli._cli import cli
+    from flow_core import EDITOR_TIMEOUT_DEFAULT, EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
+
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["serve", "--help"])
+    assert shown.exit_code == 0
+    text = " ".join(shown.output.split())
+    assert (
+        f"({EDITOR_TIMEOUT_MIN:g}-{EDITOR_TIMEOUT_MAX:g}, default {EDITOR_TIMEOUT_DEFAULT:g})"
+        in text
+    )
+    over = runner.invoke(cli, ["serve", "--editor-timeout", f"{EDITOR_TIMEOUT_MAX * 1.01:g}"])
+    assert over.exit_code == 2
+    assert "is not between" in over.output
+    under = runner.invoke(cli, ["serve", "--editor-timeout", f"{EDITOR_TIMEOUT_MIN / 2:g}"])
+    assert under.exit_code == 2

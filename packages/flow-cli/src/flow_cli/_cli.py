@@ -8,6 +8,7 @@ stdout, usage errors included (see ``run_cli``).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -21,6 +22,44 @@ EXIT_INTERRUPTED = 130
 
 #: Subcommands whose stdout is exactly one JSON object.
 REPORT_COMMANDS = frozenset({"status", "check", "run"})
+
+
+class _EditorTimeout(click.types.FloatParamType):
+    """Seconds within flow-core's ``EDITOR_TIMEOUT_MIN``-``EDITOR_TIMEOUT_MAX`` range.
+
+    flow-core is imported only when the option is given, so ``flow --help`` stays cheap.
+    """
+
+    name = "float"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        from flow_core import EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
+
+        seconds = super().convert(value, param, ctx)
+        if not EDITOR_TIMEOUT_MIN <= seconds <= EDITOR_TIMEOUT_MAX:
+            self.fail(
+                f"{seconds:g} is not between {EDITOR_TIMEOUT_MIN:g} and "
+                f"{EDITOR_TIMEOUT_MAX:g} seconds",
+                param,
+                ctx,
+            )
+        return seconds
+
+
+class _EditorTimeoutOption(click.Option):
+    """Fills the range and default into the help text from flow-core, when help is shown."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from flow_core import EDITOR_TIMEOUT_DEFAULT, EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
+
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        names, text = record
+        limits = {"min": EDITOR_TIMEOUT_MIN, "max": EDITOR_TIMEOUT_MAX}
+        return names, text.format(default=EDITOR_TIMEOUT_DEFAULT, **limits)
 
 
 @click.group(
@@ -116,10 +155,11 @@ def tui(ctx: click.Context, /, **values: str | bool | None) -> int:
 )
 @click.option(
     "--editor-timeout",
-    type=click.FloatRange(0.1, 660.0),
+    cls=_EditorTimeoutOption,
+    type=_EditorTimeout(),
     default=None,
     metavar="SECONDS",
-    help="Editor request timeout in seconds (0.1-660, default 120).",
+    help="Editor request timeout in seconds ({min:g}-{max:g}, default {default:g}).",
 )
 @click.pass_context
 def serve(

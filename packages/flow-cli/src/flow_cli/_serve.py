@@ -17,12 +17,14 @@ def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | 
     Args:
         opts: the merged common flags.
         nvim: Rose's private Neovim socket, or None for no editor bridge.
-        editor_timeout: editor request timeout in seconds (0.1-660), or None for the default.
+        editor_timeout: editor request timeout in seconds, within flow-core's
+            ``EDITOR_TIMEOUT_MIN``-``EDITOR_TIMEOUT_MAX``; None: ``EDITOR_TIMEOUT_DEFAULT``.
 
     Returns:
         flow-mcp's exit code.
     """
     import flow_mcp
+    from flow_core import EDITOR_TIMEOUT_DEFAULT
 
     options = flow_mcp.ServerOptions(
         workspace=opts.workspace,
@@ -30,8 +32,6 @@ def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | 
         trusted=opts.trusted,
         model=opts.model,
         nvim_socket=nvim,
-        editor_timeout=(
-            flow_mcp.EDITOR_TIMEOUT_DEFAULT if editor_timeout is None else editor_timeout
-        ),
+        editor_timeout=EDITOR_TIMEOUT_DEFAULT if editor_timeout is None else editor_timeout,
     )
     return flow_mcp.serve(options)
