@@ -294,3 +294,21 @@ def test_generated_and_environment_folders_are_never_written(ws: Workspace, path
     out = b.call("write_file", {"path": path, "content": "import os; os._exit(0)\n"})
     assert (out.ok, out.error) == (False, "generated_path")
     assert not Path(ws.root, path.split("/", maxsplit=1)[0]).exists()
+
+
+def test_a_generated_folder_is_neither_listed_nor_written_in_any_spelling(ws: Workspace) -> None:
+    # The listing the model sees and the write refusal come from one flow-safeio rule.
+    root = Path(ws.root)
+    for rel in ("Node_Modules/a.js", "myenv/lib/site.py", "src/ok.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("before\n")
+    (root / "myenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    b = box(ws)
+    listed = b.call("list_files", {}).content.splitlines()
+    assert "src/ok.py" in listed
+    assert not [p for p in listed if p.startswith(("Node_Modules", "myenv"))]
+    for rel in ("Node_Modules/a.js", "myenv/lib/site.py"):
+        out = b.call("write_file", {"path": rel, "content": "after\n"})
+        assert (out.ok, out.error) == (False, "generated_path")
+        assert (root / rel).read_text() == "before\n"
+    assert b.call("write_file", {"path": "src/ok.py", "content": "after\n"}).ok

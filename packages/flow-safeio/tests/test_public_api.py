@@ -17,6 +17,7 @@ EXPECTED = {
     "PathEscapeError",
     "GitPathError",
     "ProtectedPathError",
+    "GeneratedPathError",
     "SymlinkError",
     "HardLinkError",
     "NotRegularFileError",

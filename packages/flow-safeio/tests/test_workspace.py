@@ -17,6 +17,7 @@ import flow_safeio
 from flow_safeio import (
     ClosedError,
     Entry,
+    GeneratedPathError,
     HardLinkError,
     IsDirectoryError,
     Listing,
@@ -371,6 +372,71 @@ def test_list_dir_skips_generated_folders_only(ws: Workspace) -> None:
     (r / "build.py").write_bytes(b"")
     assert {".git", "node_modules", ".venv", "build", "target"} <= flow_safeio.SKIPPED_DIRS
     assert [e.name for e in ws.list_dir()] == [".GIT-not", "build.py", "dist.txt", "src"]
+
+
+# One rule for both sides: a folder is left out of listings exactly when writes below it are
+# refused. ``myenv`` is a virtual environment only by its pyvenv.cfg (PEP 405).
+GENERATED_SPELLINGS = ("Node_Modules", "BUILD", ".Venv", "__PYCACHE__", "myenv")
+ORDINARY = ("src", "builds", "env-notes")
+
+
+def _make_tree(ws: Workspace) -> None:
+    r = _root(ws)
+    for d in (*GENERATED_SPELLINGS, *ORDINARY):
+        (r / d).mkdir()
+        (r / d / "a.js").write_bytes(b"x")
+    (r / "myenv" / "pyvenv.cfg").write_bytes(b"home = /usr/bin\n")
+    (r / "env-notes" / "pyvenv.cfg.txt").write_bytes(b"")
+
+
+def test_generated_folders_are_hidden_from_listings_in_any_case_or_name(ws: Workspace) -> None:
+    _make_tree(ws)
+    assert [e.name for e in ws.list_dir()] == sorted(ORDINARY)
+    walked = ["builds/a.js", "env-notes/a.js", "env-notes/pyvenv.cfg.txt", "src/a.js"]
+    assert list(ws.walk()) == walked
+
+
+@pytest.mark.parametrize("folder", GENERATED_SPELLINGS)
+def test_writes_below_a_generated_folder_are_refused(ws: Workspace, folder: str) -> None:
+    _make_tree(ws)
+    for rel in (f"{folder}/a.js", f"{folder}/new/deeper/b.py", f"src/{folder}/c.py"):
+        if folder == "myenv" and rel.startswith("src/"):
+            continue  # src/myenv does not exist, so it holds no marker: an ordinary new folder
+        with pytest.raises(GeneratedPathError) as info:
+            ws.check_generated(rel)
+        assert info.value.code == "generated_path"
+        assert isinstance(info.value, PermissionError)
+    assert (_root(ws) / folder / "a.js").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("folder", ORDINARY)
+def test_writes_below_ordinary_folders_pass_the_generated_rule(ws: Workspace, folder: str) -> None:
+    _make_tree(ws)
+    ws.check_generated(f"{folder}/a.js")
+    ws.check_generated(f"{folder}/new/dir/b.py")
+    ws.check_generated("node_modules")  # a file of that name is not a folder
+    ws.check_generated("src/myenv/x.py")  # a name that is a venv elsewhere, but no marker here
+
+
+def test_listing_and_write_refusal_agree(ws: Workspace) -> None:
+    _make_tree(ws)
+    listed = {e.name for e in ws.list_dir()}
+    for folder in (*GENERATED_SPELLINGS, *ORDINARY):
+        try:
+            ws.check_generated(f"{folder}/a.js")
+        except GeneratedPathError:
+            refused = True
+        else:
+            refused = False
+        assert refused == (folder not in listed), folder
+
+
+def test_a_link_to_a_virtual_environment_is_not_followed(ws: Workspace) -> None:
+    _make_tree(ws)
+    os.symlink(_root(ws) / "myenv", _root(ws) / "link")
+    ws.check_generated("link/x.py")  # the link is not opened; a write refuses it as a link
+    with pytest.raises(SymlinkError):
+        ws.write_bytes("link/x.py", b"")
 
 
 def test_list_dir_cap(ws: Workspace) -> None:

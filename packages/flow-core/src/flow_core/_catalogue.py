@@ -56,8 +56,6 @@ _FLOW_CODES: dict[str, str] = {
     "tool_unknown": "the model called a tool its role does not have",
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
     "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
-    "generated_path": "the path lies in a generated or environment folder (.venv, node_modules, "
-    "build, ...); the file tools never write there",
     "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
     # the runtime (run/_runtime.py)
     "no_checks": "no named checks are configured, so nothing can be verified; add a "

@@ -14,6 +14,7 @@ from flow_safeio.__about__ import __version__
 from flow_safeio._errors import (
     ERROR_CODES,
     ClosedError,
+    GeneratedPathError,
     GitPathError,
     HardLinkError,
     InvalidPathError,
@@ -59,6 +60,7 @@ __all__ = [  # noqa: RUF022
     # errors
     "ClosedError",
     "ERROR_CODES",
+    "GeneratedPathError",
     "GitPathError",
     "HardLinkError",
     "InvalidPathError",

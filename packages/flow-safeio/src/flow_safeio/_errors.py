@@ -13,6 +13,7 @@ The tree::
         │   ├── PathEscapeError           "path_outside"
         │   └── GitPathError              "git_path"
         ├── ProtectedPathError            "protected"         (+ PermissionError)
+        ├── GeneratedPathError            "generated_path"    (+ PermissionError)
         ├── SymlinkError                  "symlink"
         ├── HardLinkError                 "hardlink"
         ├── NotRegularFileError           "not_regular_file"
@@ -37,6 +38,7 @@ from typing import Any, ClassVar
 __all__ = [
     "ERROR_CODES",
     "ClosedError",
+    "GeneratedPathError",
     "GitPathError",
     "HardLinkError",
     "InvalidPathError",
@@ -101,6 +103,12 @@ class ProtectedPathError(SafeIOError, PermissionError):
     """The path is, or lies under, a protected path: readable, never writable."""
 
     code: ClassVar[str] = "protected"
+
+
+class GeneratedPathError(SafeIOError, PermissionError):
+    """The path lies inside a generated or environment folder (``Workspace.check_generated``)."""
+
+    code: ClassVar[str] = "generated_path"
 
 
 class SymlinkError(SafeIOError):
@@ -176,6 +184,8 @@ ERROR_CODES: dict[str, str] = {
     "path_outside": "the path is absolute, has a drive letter or '..', or leaves the root",
     "git_path": "a component names the .git metadata directory in some spelling",
     "protected": "the path is an operator-protected path: readable but never writable",
+    "generated_path": "the path lies in a generated or environment folder (.venv, node_modules, "
+    "build, any directory holding pyvenv.cfg, ...); files there are never written",
     "symlink": "a component of the path, or the target, is a symbolic link",
     "hardlink": "the file has more than one hard link",
     "not_regular_file": "the target is a FIFO, socket, device or other non-regular file",

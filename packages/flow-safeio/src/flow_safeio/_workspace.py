@@ -25,6 +25,7 @@ from typing import Literal, TypeAlias
 from flow_safeio import _openat2
 from flow_safeio._errors import (
     ClosedError,
+    GeneratedPathError,
     HardLinkError,
     IsDirectoryError,
     NotDirectoryError,
@@ -39,7 +40,8 @@ from flow_safeio._errors import (
     SymlinkError,
     TooLargeError,
 )
-from flow_safeio._paths import SKIPPED_DIRS, _is_git_component, split_path
+from flow_safeio._generated import generated_dir, holds_venv_marker, is_generated_name
+from flow_safeio._paths import _is_git_component, split_path
 
 __all__ = ["DEFAULT_MAX_BYTES", "Entry", "EntryKind", "Listing", "Resolver", "Workspace"]
 
@@ -297,6 +299,42 @@ class Workspace:
             raise IsDirectoryError(rel, "is the workspace root, not a file")
         self._check_writable(rel, parts)
         return "/".join(parts)
+
+    def check_generated(self, rel: str) -> None:
+        """Refuse ``rel`` as a write target when it lies inside a generated folder.
+
+        The rule that also hides those folders from :meth:`list_dir` and :meth:`walk` (see
+        ``flow_safeio._generated``): a parent whose name, NFC-normalised and case-folded, is
+        in :data:`flow_safeio.SKIPPED_DIRS`, or a parent directory holding ``pyvenv.cfg``
+        (a virtual environment, PEP 405). Parents are looked at from the root descriptor
+        without following links; missing parents are fine (the write creates them, and
+        new directories hold no marker).
+
+        Args:
+            rel: a workspace-relative ``/`` path.
+
+        Raises:
+            GeneratedPathError: ``rel`` lies inside a generated or environment folder.
+            InvalidPathError, StaleRootError, ClosedError: as for :meth:`read_bytes`.
+        """
+        parts = split_path(rel)
+        for depth, name in enumerate(parts[:-1], start=1):
+            if is_generated_name(name):
+                raise _generated(rel, parts[:depth])
+        root_fd = self._check(rel)
+        dir_fd = root_fd
+        try:
+            for depth, name in enumerate(parts[:-1], start=1):
+                try:
+                    next_fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    return  # missing (a new directory holds no marker), a file or a link
+                _close(dir_fd, root_fd)
+                dir_fd = next_fd
+                if holds_venv_marker(dir_fd):
+                    raise _generated(rel, parts[:depth])
+        finally:
+            _close(dir_fd, root_fd)
 
     def _check_writable(self, rel: str, parts: tuple[str, ...]) -> None:
         folded = _fold(parts)
@@ -726,8 +764,9 @@ class Workspace:
     def list_dir(self, rel: str = ".", *, limit: int = 1000) -> Listing:
         """List one directory, sorted by name, capped, skipping generated folders.
 
-        Directories named in :data:`flow_safeio.SKIPPED_DIRS` and any ``.git`` spelling are
-        left out. Entries are never followed (links appear as ``kind="symlink"``).
+        Generated folders (named in :data:`flow_safeio.SKIPPED_DIRS` in any case or Unicode
+        normal form, or holding ``pyvenv.cfg``; see :meth:`check_generated`) and any ``.git``
+        spelling are left out. Entries are never followed (links appear as ``kind="symlink"``).
 
         Args:
             rel: Workspace-relative directory (default the root).
@@ -759,7 +798,7 @@ class Workspace:
             _close(dir_fd, root_fd)
         try:
             with os.scandir(fd) as it:
-                names = heapq.nsmallest(limit + 1, (e.name for e in it if _listable(e)))
+                names = heapq.nsmallest(limit + 1, (e.name for e in it if _listable(e, fd)))
             out = Listing(truncated=len(names) > limit)
             for name in names[:limit]:
                 try:
@@ -777,7 +816,7 @@ class Workspace:
         """Yield the relative paths of regular files below ``rel``, depth first, sorted.
 
         Symbolic links are never followed (nor yielded); generated folders
-        (:data:`flow_safeio.SKIPPED_DIRS`) and names the path rules refuse are skipped, so
+        (the rule of :meth:`check_generated`) and names the path rules refuse are skipped, so
         every yielded path is valid input for the other methods. No descriptor is held
         between yields. Directories deeper than 64 levels are not entered.
 
@@ -833,7 +872,7 @@ class Workspace:
         try:
             with os.scandir(fd) as it:
                 for e in it:
-                    if not _listable(e) or not _valid_name(e.name):
+                    if not _listable(e, fd) or not _valid_name(e.name):
                         continue
                     if e.is_dir(follow_symlinks=False):
                         dirs.append(e.name)
@@ -854,15 +893,23 @@ def _fold(parts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(unicodedata.normalize("NFC", c).casefold() for c in parts)
 
 
-def _listable(e: os.DirEntry[str]) -> bool:
-    if _is_git_component(e.name):
+def _listable(e: os.DirEntry[str], dir_fd: int) -> bool:
+    """Whether a listing shows ``e``: not ``.git``, not a temp file, not a generated folder."""
+    if _is_git_component(e.name) or e.name.startswith(_TEMP_PREFIX):
         return False
-    if e.name in SKIPPED_DIRS:
-        try:
-            return not e.is_dir(follow_symlinks=False)
-        except OSError:
-            return False
-    return not e.name.startswith(_TEMP_PREFIX)
+    try:
+        is_dir = e.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+    return not (is_dir and generated_dir(dir_fd, e.name))
+
+
+def _generated(rel: str, folder: tuple[str, ...]) -> GeneratedPathError:
+    return GeneratedPathError(
+        rel,
+        f"inside {'/'.join(folder)}/, a generated or environment folder (dependencies, caches, "
+        "build output or a virtual environment); files there are never written",
+    )
 
 
 def _valid_name(name: str) -> bool:

@@ -30,7 +30,7 @@ from typing import Any
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
-from flow_safeio import SKIPPED_DIRS, SafeIOError, Workspace, validate_path
+from flow_safeio import SafeIOError, Workspace, validate_path
 
 __all__ = [
     "EDITOR_TOOL_NAMES",
@@ -66,8 +66,6 @@ EDITOR_TOOL_NAMES: tuple[str, ...] = (
     "editor_debug",
 )
 _EDITOR_CODER_ONLY = frozenset({"editor_lint", "editor_check"})
-
-_GENERATED_DIRS = frozenset(d.casefold() for d in SKIPPED_DIRS)
 
 #: Characters of one tool result sent back to the model.
 MAX_TOOL_OUTPUT_CHARS = 24_000
@@ -370,16 +368,10 @@ class ToolBox:
         # flow-safeio's own rule (NFC + case folding), applied before any write channel,
         # the editor bridge included; raises ProtectedPathError (code "protected").
         self.workspace.check_writable(rel)
-        # Generated and environment folders (.venv, node_modules, build, ...) are hidden from
-        # listings and never written: code there runs inside checks (a sitecustomize.py in a
-        # virtualenv runs before any test) while no diff reader would look for it.
-        for part in rel.split("/")[:-1]:
-            if part.casefold() in _GENERATED_DIRS:
-                raise ToolError(
-                    "generated_path",
-                    f"{rel} is inside {part}/, a generated or environment folder; the file "
-                    "tools do not write there",
-                )
+        # Generated and environment folders (.venv, node_modules, build, any virtual
+        # environment, ...): flow-safeio's one rule, the same that hides them from listings;
+        # raises GeneratedPathError (code "generated_path").
+        self.workspace.check_generated(rel)
 
     def _read_text(self, rel: str) -> str:
         if self._editor is not None:
