@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import hashlib
 import json
 import os
@@ -75,6 +76,7 @@ from flow_core._report import (
     Timings,
     Verification,
 )
+from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.skills import load_skill
 from flow_core.tools._toolbox import ToolBox, ToolLedger
 from flow_core.verify._checks import kill_all_process_groups, run_check
@@ -344,7 +346,8 @@ class Runtime:
         """Stop the current run or check: kill its process groups; it returns "interrupted".
 
         Thread-safe and usable from a signal handler (no lock is taken). A model request in
-        flight finishes first; the run stops before the next one.
+        flight is abandoned within ``POLL_S`` (20 ms; ``run/_interruptible.py``): its reply
+        is dropped, no tool call or check starts after this returns.
         """
         self._stop = True
         kill_all_process_groups(owner=self)
@@ -741,10 +744,21 @@ class Runtime:
             self._max_turns = max(self._max_turns, turn)
             self._emit("turn", role=role, cycle=cycle, turn=turn)
             started = time.perf_counter()
+            chat = functools.partial(
+                backend.chat,
+                model,
+                list(ctx.messages),
+                tools=toolbox.schemas,
+                format=response_format,
+            )
             try:
-                response = backend.chat(
-                    model, ctx.messages, tools=toolbox.schemas, format=response_format
+                response = call_interruptibly(
+                    chat,
+                    lambda: self._stop,
+                    name=f"flow-{role}-model",
                 )
+            except Abandoned:
+                raise _Interrupted from None
             finally:
                 self._model_ms += (time.perf_counter() - started) * 1000.0
             parsed = parse_reply(response, names, max_chars=reply_cap)
