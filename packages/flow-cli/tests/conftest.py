@@ -1,5 +1,7 @@
 """Fixtures for flow-cli's tests: isolated environments, real projects, a fake Ollama.
 
+The fake Ollama is the suites' shared ``flow_testing.model_server``.
+
 Every command runs as a real subprocess (``python -m flow_cli``) with ``HOME`` and
 ``XDG_CONFIG_HOME`` pointed at temporary directories, so no real user config is read.
 """
@@ -10,14 +12,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from flow_testing.model_server import FakeModelServer, model_servers
 
 TIMEOUT_S = 120
 
@@ -146,88 +148,14 @@ def operator_config(
     return path
 
 
-# -- a loopback server that speaks Ollama's /api/chat and /api/tags -----------------------------
-
-Reply = tuple[str, list[dict[str, Any]]]
-
-
-@dataclass
-class FakeOllama:
-    """An Ollama stand-in on 127.0.0.1: ``script(request) -> (content, tool_calls)``."""
-
-    script: Callable[[dict[str, Any]], Reply]
-    models: list[str] = field(default_factory=lambda: ["fake-coder", "fake-small"])
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    url: str = ""
-
-
-def _handler(fake: FakeOllama) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_GET(self) -> None:
-            if self.path == "/api/tags":
-                body = {"models": [{"name": m, "model": m} for m in fake.models]}
-                self._send(200, json.dumps(body).encode())
-            else:
-                self._send(404, b'{"error":"not found"}')
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            request = json.loads(self.rfile.read(length) or b"{}")
-            if self.path == "/api/show":
-                self._send(200, json.dumps({"capabilities": ["completion", "tools"]}).encode())
-                return
-            if self.path != "/api/chat":
-                self._send(404, b'{"error":"not found"}')
-                return
-            fake.requests.append(request)
-            content, calls = fake.script(request)
-            message = {"role": "assistant", "content": content}
-            if calls:
-                message["tool_calls"] = [
-                    {"function": {"name": n["name"], "arguments": n["arguments"]}} for n in calls
-                ]
-            model = request.get("model", "")
-            final = {"model": model, "done": True, "done_reason": "stop"}
-            if request.get("stream", True):
-                lines = [
-                    {"model": model, "message": message, "done": False},
-                    {**final, "message": {"role": "assistant", "content": ""}},
-                ]
-                body = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
-                self._send(200, body, "application/x-ndjson")
-            else:
-                self._send(200, json.dumps({**final, "message": message}).encode())
-
-    return Handler
+# -- the shared loopback model server (flow_testing.model_server), scripted ---------------------
 
 
 @pytest.fixture
-def fake_ollama() -> Iterator[Callable[[Callable[[dict[str, Any]], Reply]], FakeOllama]]:
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(script: Callable[[dict[str, Any]], Reply]) -> FakeOllama:
-        fake = FakeOllama(script=script)
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-        server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-        return fake
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+def fake_ollama() -> Iterator[Callable[..., FakeModelServer]]:
+    """``fake_ollama(script)``: a scripted Ollama stand-in on 127.0.0.1 (see flow_testing)."""
+    with model_servers() as start:
+        yield start
 
 
 @dataclass(frozen=True)

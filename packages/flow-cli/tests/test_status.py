@@ -85,7 +85,7 @@ def test_status_sends_no_model_request(env, workspace: Path, tmp_path, h, fake_o
     cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url)
     result = env.flow("status", "--config", str(cfg))
     assert result.code == 0, result.stderr
-    assert fake.requests == []
+    assert fake.received == []
 
 
 def test_status_does_not_import_the_mcp_server_or_live_display(env, workspace: Path) -> None:

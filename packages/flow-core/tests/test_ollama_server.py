@@ -2,44 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
-import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from flow_core import BackendError, ChatMessage, OllamaBackend, parse_reply
+from flow_testing import model_server as replay
 
-
-def _load_replay() -> ModuleType:
-    # Tests run with --import-mode=importlib, so a sibling module is loaded by path.
-    name = "flow_core_tests_ollama_replay"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(
-        name, Path(__file__).with_name("ollama_replay.py")
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-replay = _load_replay()
 TOOLS = ["read_file", "write_file"]
 USER = [ChatMessage("user", "Fix the bug in a.py")]
 
 
 @pytest.fixture
-def server() -> Iterator[replay.OllamaReplayServer]:
-    with replay.OllamaReplayServer() as srv:
+def server() -> Iterator[replay.FakeModelServer]:
+    with replay.FakeModelServer() as srv:
         yield srv
 
 
@@ -49,7 +28,7 @@ def streaming(request: pytest.FixtureRequest) -> bool:
 
 
 def queue_chat(
-    srv: replay.OllamaReplayServer,
+    srv: replay.FakeModelServer,
     streaming: bool,
     parts: list[str],
     **kw: object,
@@ -60,7 +39,7 @@ def queue_chat(
         srv.queue_json("POST", "/api/chat", replay.chat_object("".join(parts), **kw))
 
 
-def test_plain_reply(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_plain_reply(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, ["The bug ", "is in ", "parse()."])
     with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
         reply = b.chat("qwen2.5-coder:7b", USER)
@@ -74,7 +53,7 @@ def test_plain_reply(server: replay.OllamaReplayServer, streaming: bool) -> None
     assert req.body["messages"] == [{"role": "user", "content": "Fix the bug in a.py"}]
 
 
-def test_structured_tool_call(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_structured_tool_call(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(
         server, streaming, [""], tool_calls=[replay.tool_call("read_file", {"path": "a.py"})]
     )
@@ -97,7 +76,7 @@ def test_structured_tool_call(server: replay.OllamaReplayServer, streaming: bool
     ids=["bare-json", "fenced", "tool_call-tag", "function-tag"],
 )
 def test_tool_call_written_as_text(
-    server: replay.OllamaReplayServer, streaming: bool, text: str
+    server: replay.FakeModelServer, streaming: bool, text: str
 ) -> None:
     # streamed token by token, as a model would emit it
     queue_chat(server, streaming, [text[i : i + 7] for i in range(0, len(text), 7)])
@@ -110,7 +89,7 @@ def test_tool_call_written_as_text(
     assert [(c.name, c.arguments) for c in parsed.tool_calls] == [("read_file", {"path": "a.py"})]
 
 
-def test_arguments_as_json_string(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_arguments_as_json_string(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(
         server, streaming, [""], tool_calls=[replay.tool_call("read_file", '{"path": "a.py"}')]
     )
@@ -120,7 +99,7 @@ def test_arguments_as_json_string(server: replay.OllamaReplayServer, streaming: 
     assert parsed.tool_calls[0].arguments == {"path": "a.py"}
 
 
-def test_unknown_tool(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_unknown_tool(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, [""], tool_calls=[replay.tool_call("run_shell", {"cmd": "ls"})])
     with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
         parsed = parse_reply(b.chat("m", USER), TOOLS, max_chars=10_000)
@@ -129,14 +108,14 @@ def test_unknown_tool(server: replay.OllamaReplayServer, streaming: bool) -> Non
     assert parsed.issues[0].tool_call_id
 
 
-def test_empty_reply(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_empty_reply(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, [""])
     with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
         parsed = parse_reply(b.chat("m", USER), TOOLS, max_chars=10_000)
     assert parsed.codes == ("empty_reply",)
 
 
-def test_reply_cut_by_context(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_reply_cut_by_context(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, ["def f(", "x):\n    return"], done_reason="length")
     with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
         reply = b.chat("m", USER)
@@ -144,7 +123,7 @@ def test_reply_cut_by_context(server: replay.OllamaReplayServer, streaming: bool
     assert parse_reply(reply, TOOLS, max_chars=10_000).codes == ("context_overflow",)
 
 
-def test_oversize_reply(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_oversize_reply(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, ["z" * 1000] * 20)
     with (
         OllamaBackend(server.url, timeout=5, stream=streaming, max_response_bytes=8_000) as b,
@@ -155,7 +134,7 @@ def test_oversize_reply(server: replay.OllamaReplayServer, streaming: bool) -> N
 
 
 def test_reply_over_char_cap_but_under_byte_cap(
-    server: replay.OllamaReplayServer, streaming: bool
+    server: replay.FakeModelServer, streaming: bool
 ) -> None:
     queue_chat(server, streaming, ["z" * 1000] * 5)
     with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
@@ -164,7 +143,7 @@ def test_reply_over_char_cap_but_under_byte_cap(
     assert len(parsed.text) == 1200
 
 
-def test_malformed_json_line(server: replay.OllamaReplayServer) -> None:
+def test_malformed_json_line(server: replay.FakeModelServer) -> None:
     lines = replay.ndjson(replay.chat_lines(["ok"]))
     lines.insert(1, b'{"model": "m", "message": {"content": "trunc\n')
     server.queue("POST", "/api/chat", replay.Reply(200, lines))
@@ -173,7 +152,7 @@ def test_malformed_json_line(server: replay.OllamaReplayServer) -> None:
     assert err.value.code == "backend_malformed"
 
 
-def test_malformed_single_object(server: replay.OllamaReplayServer) -> None:
+def test_malformed_single_object(server: replay.FakeModelServer) -> None:
     server.queue("POST", "/api/chat", replay.Reply(200, [b"<html>proxy error</html>"]))
     with (
         OllamaBackend(server.url, timeout=5, stream=False) as b,
@@ -184,7 +163,7 @@ def test_malformed_single_object(server: replay.OllamaReplayServer) -> None:
     assert "proxy error" in str(err.value)
 
 
-def test_redirect_refused(server: replay.OllamaReplayServer) -> None:
+def test_redirect_refused(server: replay.FakeModelServer) -> None:
     server.queue(
         "POST",
         "/api/chat",
@@ -196,7 +175,7 @@ def test_redirect_refused(server: replay.OllamaReplayServer) -> None:
     assert len(server.received) == 1
 
 
-def test_model_not_found(server: replay.OllamaReplayServer, streaming: bool) -> None:
+def test_model_not_found(server: replay.FakeModelServer, streaming: bool) -> None:
     server.queue_json(
         "POST",
         "/api/chat",
@@ -212,14 +191,14 @@ def test_model_not_found(server: replay.OllamaReplayServer, streaming: bool) -> 
     assert "ollama pull qwen9:99b" in str(err.value)
 
 
-def test_unknown_route_is_http_error(server: replay.OllamaReplayServer) -> None:
+def test_unknown_route_is_http_error(server: replay.FakeModelServer) -> None:
     with OllamaBackend(server.url, timeout=5) as b, pytest.raises(BackendError) as err:
         b.chat("m", USER)  # nothing queued: Ollama's plain "404 page not found"
     assert err.value.code == "backend_http"
     assert "HTTP 404" in str(err.value)
 
 
-def test_list_models_and_show(server: replay.OllamaReplayServer) -> None:
+def test_list_models_and_show(server: replay.FakeModelServer) -> None:
     server.queue_json("GET", "/api/tags", replay.TAGS)
     server.queue_json("POST", "/api/show", replay.SHOW)
     server.queue_json("POST", "/api/show", {"error": "model 'x' not found"}, status=404)
@@ -233,7 +212,7 @@ def test_list_models_and_show(server: replay.OllamaReplayServer) -> None:
 
 
 def test_environment_proxies_are_ignored(
-    server: replay.OllamaReplayServer, monkeypatch: pytest.MonkeyPatch
+    server: replay.FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dead = _closed_port()
     for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
@@ -245,7 +224,7 @@ def test_environment_proxies_are_ignored(
         assert len(b.list_models()) == 2
 
 
-def test_timeout(server: replay.OllamaReplayServer) -> None:
+def test_timeout(server: replay.FakeModelServer) -> None:
     release = threading.Event()
     server.queue("POST", "/api/chat", replay.Reply(200, [b"{}"], hold=release))
     try:
@@ -276,7 +255,7 @@ def test_connection_refused() -> None:
     assert "ollama serve" in msg
 
 
-def test_request_is_json_with_identity_encoding(server: replay.OllamaReplayServer) -> None:
+def test_request_is_json_with_identity_encoding(server: replay.FakeModelServer) -> None:
     server.queue_stream("/api/chat", replay.chat_lines(["ok"]))
     with OllamaBackend(server.url, timeout=5) as b:
         b.chat("m", USER, format={"type": "object"})

@@ -6,9 +6,7 @@ The reply shapes below are the ones ``python -m llama_cpp.server`` 0.3.36 sends 
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 from flow_core import BackendError, ChatMessage, ToolCall
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models.openai import OpenAIBackend
+from flow_testing.model_server import FakeModelServer
 
 BASE = "http://127.0.0.1:8080/v1"
 
@@ -116,32 +115,12 @@ def test_no_credentials_from_environment(monkeypatch: pytest.MonkeyPatch) -> Non
         assert "sk-should-never-be-sent" not in json.dumps(dict(req.headers))
 
 
-class _Recording(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.server.hits.append(self.path)  # type: ignore[attr-defined]
-        body = b'{"data": [{"id": "m"}]}'
-        self.send_response(200)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def two_servers() -> Any:
-    """Two real loopback HTTP servers: ("proxy", "target"), each recording request paths."""
-    servers = []
-    for _ in range(2):
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recording)
-        srv.hits = []  # type: ignore[attr-defined]
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        servers.append(srv)
-    yield servers
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
+    """Two real loopback servers: ("proxy", "target"); only the target lists a model."""
+    with FakeModelServer() as proxy, FakeModelServer() as target:
+        target.queue_json("GET", "/v1/models", {"data": [{"id": "m"}]})
+        yield proxy, target
 
 
 def test_environment_proxies_are_ignored(two_servers: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,16 +128,16 @@ def test_environment_proxies_are_ignored(two_servers: Any, monkeypatch: pytest.M
     # proxies loopback too); Flow's must go straight to the target.
     proxy, target = two_servers
     for var in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.setenv(var, f"http://127.0.0.1:{proxy.server_port}")
+        monkeypatch.setenv(var, proxy.url)
     for var in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(var, raising=False)
-    be = OpenAIBackend(f"http://127.0.0.1:{target.server_port}/v1", timeout=5)
+    be = OpenAIBackend(f"{target.url}/v1", timeout=5)
     try:
         assert be.list_models() == ["m"]
     finally:
         be.close()
-    assert target.hits == ["/v1/models"]
-    assert proxy.hits == []
+    assert target.paths() == ["/v1/models"]
+    assert proxy.paths() == []
 
 
 def test_empty_model_name_is_not_sent() -> None:

@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated config, a loopback fake Ollama, and a raw stdio client."""
+"""Shared fixtures: an isolated config, the shared loopback fake Ollama, a raw stdio client."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import os
 import selectors
 import subprocess
 import sys
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from flow_testing.model_server import FakeModelServer
 
 #: Safety net only (never used to wait for something to happen): a test that would otherwise
 #: hang fails after this many seconds.
@@ -27,91 +27,32 @@ INIT_PARAMS = {
 }
 
 
-class FakeOllama:
-    """A loopback HTTP server speaking enough of Ollama's ``/api/chat`` for a scripted run.
+def hello_script(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A scripted model answering from what each request contains.
 
-    Each request is answered from what it contains: a request with ``format`` is the reviewer
-    (approves); a request offering ``write_file`` is the coder (writes ``hello.txt`` once, then
-    says it is done); anything else is the planner.
+    A request with ``format`` is the reviewer (approves); a request offering ``write_file`` is
+    the coder (writes ``hello.txt`` once, then says it is done); anything else is the planner.
     """
+    messages = body.get("messages", [])
+    tools = {t.get("function", {}).get("name") for t in body.get("tools", [])}
+    if body.get("format") is not None:
+        verdict = {"approved": True, "summary": "hello.txt is fine", "findings": []}
+        return json.dumps(verdict), []
+    if "write_file" in tools:
+        if any(m.get("role") == "tool" for m in messages):
+            return "Wrote hello.txt.", []
+        write = {"path": "hello.txt", "content": "hello\n"}
+        return "", [{"name": "write_file", "arguments": write}]
+    return "1. Create hello.txt containing hello.", []
 
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        owner = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _reply(self, body: dict[str, Any]) -> None:
-                data = (json.dumps(body) + "\n").encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-ndjson")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self) -> None:
-                self._reply({"models": [{"name": "fake-model", "model": "fake-model"}]})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                owner.requests.append(body)
-                if self.path == "/api/show":
-                    self._reply({"details": {}, "capabilities": ["completion", "tools"]})
-                    return
-                self._reply(owner.answer(body))
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        messages = body.get("messages", [])
-        tools = {t.get("function", {}).get("name") for t in body.get("tools", [])}
-        message: dict[str, Any] = {"role": "assistant", "content": ""}
-        if body.get("format") is not None:
-            message["content"] = json.dumps(
-                {"approved": True, "summary": "hello.txt is fine", "findings": []}
-            )
-        elif "write_file" in tools:
-            if any(m.get("role") == "tool" for m in messages):
-                message["content"] = "Wrote hello.txt."
-            else:
-                message["tool_calls"] = [
-                    {
-                        "function": {
-                            "name": "write_file",
-                            "arguments": {"path": "hello.txt", "content": "hello\n"},
-                        }
-                    }
-                ]
-        else:
-            message["content"] = "1. Create hello.txt containing hello."
-        return {
-            "model": body.get("model", "fake-model"),
-            "message": message,
-            "done": True,
-            "done_reason": "stop",
-        }
-
-    def __enter__(self) -> FakeOllama:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+#: The shared loopback model server (``flow_testing.model_server``), played by hello_script.
+FakeOllama = FakeModelServer
 
 
 @pytest.fixture
 def fake_ollama() -> Iterator[FakeOllama]:
-    with FakeOllama() as server:
+    with FakeModelServer(hello_script, models=["fake-model"]) as server:
         yield server
 
 
@@ -305,7 +246,7 @@ def start_server(
     ) -> RawServer:
         args: list[str] = []
         if config:
-            cfg = write_config(tmp_path, workspace, fake_ollama.base_url, checks)
+            cfg = write_config(tmp_path, workspace, fake_ollama.url, checks)
             args += ["--config", str(cfg)]
         server = RawServer(
             [*args, *extra], server_env(tmp_path), tmp_path / f"stderr-{len(started)}.log"

@@ -45,7 +45,7 @@ def drive(tmp_path: Path, args: list[str], body: Body) -> None:
 
 
 def config_args(tmp_path: Path, workspace: Path, ollama: FakeOllama, *extra: str) -> list[str]:
-    return ["--config", str(write_config(tmp_path, workspace, ollama.base_url)), *extra]
+    return ["--config", str(write_config(tmp_path, workspace, ollama.url)), *extra]
 
 
 def test_sdk_lists_exactly_three_tools(
@@ -189,7 +189,7 @@ def test_readme_mcp_json_works_as_written(
     assert words[:5] == ["claude", "mcp", "add", "--scope", "user"]
     assert words[5:7] == ["flow", "--"]
     assert words[7:] == [entry["command"], *entry["args"]]
-    config = write_config(tmp_path, workspace, fake_ollama.base_url)
+    config = write_config(tmp_path, workspace, fake_ollama.url)
     script = Path(sys.executable).parent / "flow-mcp"
     assert script.exists()
     fill = {

@@ -1,8 +1,18 @@
-"""A loopback HTTP server that replays responses in Ollama's documented wire format.
+"""The one fake model server of the test suites: a loopback HTTP server in a thread.
 
-Used by the Ollama wire tests (and usable by other packages' tests): it listens on
-127.0.0.1 with an OS-chosen port, runs in a thread, answers each request from a queue of
-canned ``Reply`` objects per ``(method, path)``, and records what it received.
+It listens on 127.0.0.1 with an OS-chosen port and answers in two ways:
+
+- **replay**: a queue of canned :class:`Reply` objects per ``(method, path)``, written with
+  chunked transfer encoding, for wire-format tests (Ollama's documented ``/api/chat`` replies,
+  OpenAI's ``/v1/*``, broken bodies, redirects, a held reply that provokes a client timeout);
+- **script**: ``script(request) -> (content, tool_calls)`` answers every ``POST /api/chat``
+  that has no queued reply, the way Ollama would (NDJSON when ``stream`` is true, else one
+  object); ``GET /api/tags`` lists :attr:`FakeModelServer.models` and ``POST /api/show``
+  reports tool support. A scripted run of Flow (planner, coder, reviewer) needs nothing else.
+
+A request that neither answers gets Ollama's plain-text ``404 page not found``. Every request
+is recorded in :attr:`FakeModelServer.received`; the bodies of ``/api/chat`` requests also in
+:attr:`FakeModelServer.requests`.
 
 The helpers ``chat_lines`` / ``chat_object`` build bodies shaped like Ollama's ``/api/chat``
 replies: streamed NDJSON fragments ending in a ``"done": true`` line with ``done_reason``,
@@ -11,10 +21,11 @@ durations and token counts, or a single JSON object when ``stream`` is false.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import defaultdict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -160,18 +171,44 @@ SHOW = {
 }
 
 
-class OllamaReplayServer:
-    """Serve canned replies on 127.0.0.1:<free port> from a background thread.
+#: ``script(request) -> (content, tool_calls)``; each tool call is ``{"name", "arguments"}``.
+Script = Callable[[dict[str, Any]], tuple[str, list[dict[str, Any]]]]
 
-    Use as a context manager; ``url`` is the base URL, ``queue(method, path, reply)`` adds a
-    reply, ``received`` lists the requests in arrival order. A request with no reply queued
-    gets Ollama's plain-text ``404 page not found``.
+
+def _scripted_chat(script: Script, request: dict[str, Any]) -> Reply:
+    """An Ollama ``/api/chat`` reply built from what ``script`` says for ``request``."""
+    content, calls = script(request)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [tool_call(c["name"], c["arguments"]) for c in calls]
+    model = request.get("model", "")
+    final = {"model": model, "created_at": CREATED_AT, "done": True, "done_reason": "stop"}
+    if request.get("stream", True):
+        lines = [
+            {"model": model, "created_at": CREATED_AT, "message": message, "done": False},
+            {**final, "message": {"role": "assistant", "content": ""}},
+        ]
+        return Reply(200, ndjson(lines), content_type="application/x-ndjson")
+    return Reply(200, [json.dumps({**final, "message": message}).encode()])
+
+
+class FakeModelServer:
+    """Serve canned or scripted replies on 127.0.0.1:<free port> from a background thread.
+
+    Use as a context manager (or :meth:`start` / :meth:`close`); ``url`` is the base URL,
+    ``queue(method, path, reply)`` adds a canned reply (used before the script), ``received``
+    lists every request in arrival order, ``requests`` the bodies of the ``/api/chat`` ones.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self, script: Script | None = None, *, models: Sequence[str] = ("fake-coder", "fake-small")
+    ) -> None:
+        self.script = script
+        self.models = list(models)
         self._replies: dict[tuple[str, str], deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self.received: list[Received] = []
+        self.requests: list[dict[str, Any]] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -187,14 +224,7 @@ class OllamaReplayServer:
                     body: Any = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw
-                with server._lock:
-                    server.received.append(
-                        Received(self.command, self.path, dict(self.headers.items()), body)
-                    )
-                    queue = server._replies[(self.command, self.path)]
-                    reply = queue.popleft() if queue else None
-                if reply is None:
-                    reply = Reply(404, [b"404 page not found"], content_type="text/plain")
+                reply = server._answer(self.command, self.path, dict(self.headers.items()), body)
                 if reply.hold is not None:
                     reply.hold.wait(10)
                 try:
@@ -224,10 +254,39 @@ class OllamaReplayServer:
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
 
+    def _answer(self, method: str, path: str, headers: dict[str, str], body: Any) -> Reply:
+        with self._lock:
+            self.received.append(Received(method, path, headers, body))
+            if (method, path) == ("POST", "/api/chat") and isinstance(body, dict):
+                self.requests.append(body)
+            queue = self._replies[(method, path)]
+            reply = queue.popleft() if queue else None
+        if reply is not None:
+            return reply
+        if self.script is not None:
+            if (method, path) == ("POST", "/api/chat") and isinstance(body, dict):
+                return _scripted_chat(self.script, body)
+            if (method, path) == ("GET", "/api/tags"):
+                tags = {"models": [{"name": m, "model": m} for m in self.models]}
+                return Reply(200, [json.dumps(tags).encode()])
+            if (method, path) == ("POST", "/api/show"):
+                show = {"details": {}, "capabilities": ["completion", "tools"]}
+                return Reply(200, [json.dumps(show).encode()])
+        return Reply(404, [b"404 page not found"], content_type="text/plain")
+
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    def paths(self) -> list[str]:
+        """The request paths received so far, in order."""
+        with self._lock:
+            return [r.path for r in self.received]
 
     def queue(self, method: str, path: str, reply: Reply) -> None:
         with self._lock:
@@ -239,11 +298,41 @@ class OllamaReplayServer:
     def queue_stream(self, path: str, lines: Iterable[Any]) -> None:
         self.queue("POST", path, Reply(200, ndjson(lines), content_type="application/x-ndjson"))
 
-    def __enter__(self) -> OllamaReplayServer:
+    def start(self) -> FakeModelServer:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)
+
+    def __enter__(self) -> FakeModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def model_servers() -> Iterator[Callable[..., FakeModelServer]]:
+    """A server factory for one test: ``start(script=None, models=...)`` starts a server;
+    every server it started is shut down on exit. A fixture is one line::
+
+        @pytest.fixture
+        def fake_ollama():
+            with model_servers() as start:
+                yield start
+    """
+    started: list[FakeModelServer] = []
+
+    def start(script: Script | None = None, **kw: Any) -> FakeModelServer:
+        server = FakeModelServer(script, **kw).start()
+        started.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.close()

@@ -1,0 +1,8 @@
+"""Test support shared by the Flow packages' suites (unpublished; see ``tests/support``).
+
+- :mod:`flow_testing.model_server`: one loopback fake model server (Ollama's ``/api/*`` and
+  OpenAI's ``/v1/*`` routes), scripted or replaying canned replies.
+- :mod:`flow_testing.nvim`: one real headless Neovim per test, with a user connection.
+
+Neither imports a Flow package, so a package's tests need no sibling beyond its own.
+"""
