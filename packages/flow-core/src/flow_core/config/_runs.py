@@ -1,0 +1,41 @@
+"""``[runs]``: where and how long Flow keeps its run records, and what an unverified run leaves.
+
+Every run gets a folder in the run store (``flow_core.store``) outside the workspace; these
+keys bound it and set the defaults the CLI, the TUI and the MCP server share. Source: the
+project's ``docs/architecture.md`` ("Run store").
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["RunsConfig"]
+
+
+class RunsConfig(BaseModel):
+    """``[runs]``: the run store's bounds and the run defaults that touch it.
+
+    Attributes:
+        keep: most run records kept; the oldest beyond it are pruned when a run starts.
+        max_age_days: records older than this many days are pruned when a run starts
+            (0 keeps them regardless of age).
+        max_file_bytes: cap on one file of a record (transcript, report, diff), in bytes;
+            what does not fit is dropped and a truncation marker says how much.
+        max_run_bytes: cap on one whole record, in bytes (pre-images included). A write whose
+            pre-image would not fit is refused, because Flow never makes a change it cannot undo.
+        on_unverified: ``"keep"`` (default) leaves an unverified or interrupted run's edits in
+            place and says how to undo them; ``"rollback"`` restores the pre-images at once.
+        isolate: run every ``flow run`` in a git worktree or private copy outside the
+            workspace and apply only a verified change (the CLI's ``--isolate``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    keep: int = Field(default=100, ge=1, le=100_000)
+    max_age_days: int = Field(default=30, ge=0, le=36_500)
+    max_file_bytes: int = Field(default=16 * 1024 * 1024, ge=64 * 1024)
+    max_run_bytes: int = Field(default=128 * 1024 * 1024, ge=1024 * 1024)
+    on_unverified: Literal["keep", "rollback"] = "keep"
+    isolate: bool = False

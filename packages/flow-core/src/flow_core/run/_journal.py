@@ -1,0 +1,163 @@
+"""The runtime's side of the run store: what a run writes into its record as it goes.
+
+``Runtime.run`` holds one ``Journal`` per run (``NULL_JOURNAL`` when no store is attached) and
+calls it at five points: each model request and reply (through ``wrap``), each tool call with
+its arguments and the result the model saw, each check result, each pre-image before a first
+write, and the end of the run (report, plan, diff, manifest). Everything but the pre-image is
+best effort: a record that cannot be written never stops a run, while a write whose pre-image
+cannot be kept is refused (``flow_core.store``). Source: the project's
+``docs/architecture.md`` ("Run store").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from flow_core._protocols import ChatBackend, ChatMessage, ChatResponse
+
+if TYPE_CHECKING:
+    from flow_core._report import CheckResult, Report
+    from flow_core.store._record import RunRecord
+
+__all__ = ["NULL_JOURNAL", "Journal"]
+
+
+def _message(msg: ChatMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    if msg.tool_calls:
+        out["tool_calls"] = [dataclasses.asdict(c) for c in msg.tool_calls]
+    if msg.tool_call_id is not None:
+        out["tool_call_id"] = msg.tool_call_id
+    if msg.name is not None:
+        out["name"] = msg.name
+    return out
+
+
+class _RecordingBackend:
+    """A ``ChatBackend`` that writes each request and reply to the record, then delegates."""
+
+    def __init__(self, inner: ChatBackend, record: RunRecord, where: Mapping[str, Any]) -> None:
+        self._inner = inner
+        self._record = record
+        self._where = dict(where)
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        format: Mapping[str, Any] | None = None,
+    ) -> ChatResponse:
+        names = [str(t.get("function", {}).get("name", "")) for t in tools]
+        self._record.model_request(
+            key=f"{self._where.get('role')}:{self._where.get('cycle')}",
+            model=model,
+            messages=[_message(m) for m in messages],
+            tools=names,
+            response_format=format,
+            **self._where,
+        )
+        try:
+            response = self._inner.chat(model, messages, tools=tools, format=format)
+        except Exception as err:
+            self._record.transcript("model_error", error=repr(err), **self._where)
+            raise
+        self._record.transcript(
+            "model_reply",
+            content=response.content,
+            tool_calls=[dataclasses.asdict(c) for c in response.tool_calls],
+            finish_reason=response.finish_reason,
+            model=response.model,
+            duration_ms=response.duration_ms,
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
+            **self._where,
+        )
+        return response
+
+    def list_models(self) -> list[str]:
+        return self._inner.list_models()
+
+    def close(self) -> None:  # the runtime owns and closes the real backend
+        return None
+
+
+class Journal:
+    """Writes one run into its ``RunRecord`` (see the module docstring)."""
+
+    def __init__(self, record: RunRecord | None) -> None:
+        self.record = record
+
+    def wrap(self, backend: ChatBackend, **where: Any) -> ChatBackend:
+        """``backend`` itself, or a recording wrapper when a record is attached."""
+        if self.record is None:
+            return backend
+        return _RecordingBackend(backend, self.record, where)
+
+    def note(self, type_: str, **fields: Any) -> None:
+        """Append one transcript line (best effort)."""
+        if self.record is not None:
+            self.record.transcript(type_, **fields)
+
+    def tool_call(
+        self,
+        *,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        ok: bool,
+        error: str | None,
+        content: str,
+        **where: Any,
+    ) -> None:
+        """One tool call: the arguments as the model sent them and the result it was shown."""
+        self.note(
+            "tool_call",
+            id=call_id,
+            name=name,
+            arguments=arguments,
+            ok=ok,
+            error=error,
+            result=content,
+            **where,
+        )
+
+    def check(self, result: CheckResult, cycle: int | None) -> None:
+        """One check's result with its output tail."""
+        self.note("check", cycle=cycle, **result.model_dump(mode="json"))
+
+    def pre_image(self, path: str, data: bytes | None) -> None:
+        """Keep a pre-image before a first write; raises when it cannot (see RunRecord)."""
+        if self.record is not None:
+            self.record.pre_image(path, data)
+
+    def post_hashes(self, hashes: Mapping[str, str | None]) -> None:
+        """The current SHA-256 of the files written so far."""
+        if self.record is not None:
+            self.record.post_hashes(hashes)
+
+    def finish(self, report: Report, hashes: Mapping[str, str | None], **meta: Any) -> None:
+        """Write report, plan, diff and manifest; set the final status (best effort)."""
+        record = self.record
+        if record is None:
+            return
+        with contextlib.suppress(Exception):
+            record.post_hashes(hashes)
+            if report.plan is not None:
+                record.write_file("plan.md", report.plan.encode("utf-8", "replace"))
+            record.write_file("diff.patch", report.diff.encode("utf-8", "replace"))
+            record.write_file("report.json", report.model_dump_json(indent=2).encode())
+        record.finish(
+            report.status,
+            verified=report.verified,
+            changed_files=list(report.changed_files),
+            **meta,
+        )
+
+
+#: The journal of a run with no store attached: every call does nothing.
+NULL_JOURNAL = Journal(None)

@@ -1,0 +1,89 @@
+"""Preflight: the problems that make a run unverifiable, found before any model request.
+
+A trusted run can only end verified when at least one required check exists and every
+required check's executable is there (the project's ``docs/architecture.md``, "What verified
+means"); a run needs a task and a workspace. ``Runtime.run`` refuses a run with any of these
+problems before the planner's first request (status ``error``, the CLI exits 2), and
+``Runtime.status`` reports them as ``warnings``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from flow_core._report import ErrorInfo
+
+if TYPE_CHECKING:
+    from flow_core.config._schema import FlowConfig
+
+__all__ = ["PREFLIGHT_CODES", "preflight"]
+
+#: Preflight codes, each with its meaning and fix (merged into ``ERROR_CODES``).
+PREFLIGHT_CODES: dict[str, str] = {
+    "preflight_check_missing": "a required check's executable does not exist or is not "
+    "executable; install it or fix checks.NAME.cmd[0]",
+    "preflight_empty_task": "the task is empty or only whitespace; say what to do",
+    "preflight_no_required_check": "no required check is configured, so no run can be "
+    "verified; add a [checks.NAME] table with required = true",
+    "preflight_workspace_missing": "the workspace directory does not exist (any more); fix "
+    "workspace_dir or --workspace",
+}
+
+
+def _executable_ok(path: str | None) -> bool:
+    return path is not None and os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def preflight(config: FlowConfig, *, task: str | None, trusted: bool) -> list[ErrorInfo]:
+    """The problems that would stop a run from being verified, each with its fix.
+
+    Args:
+        config: the validated configuration.
+        task: the run's task, or None (``status``: the task is not checked).
+        trusted: whether edits and checks are allowed; a read-only run needs no check.
+
+    Returns:
+        ``ErrorInfo`` entries with ``preflight_*`` codes; empty when a run may start.
+    """
+    problems: list[ErrorInfo] = []
+    ws = str(config.workspace_dir)
+    if not os.path.isdir(ws):
+        problems.append(
+            ErrorInfo(
+                code="preflight_workspace_missing",
+                message=f"the workspace {ws} does not exist or is not a directory; fix "
+                "workspace_dir in the operator config or pass --workspace DIR",
+            )
+        )
+    if task is not None and not task.strip():
+        problems.append(
+            ErrorInfo(
+                code="preflight_empty_task",
+                message="the task is empty; fix: say what to change, e.g. "
+                "flow run --trusted 'Fix the failing parser tests'",
+            )
+        )
+    if not trusted and task is not None:
+        return problems
+    required = {name: c for name, c in config.checks.items() if c.required}
+    if not required:
+        configured = ", ".join(config.checks) or "none"
+        problems.append(
+            ErrorInfo(
+                code="preflight_no_required_check",
+                message=f"no required check is configured (configured: {configured}), so no "
+                "run can be verified; fix: add a [checks.NAME] table with cmd and "
+                "required = true to the operator config",
+            )
+        )
+    for name, check in required.items():
+        if not _executable_ok(check.executable):
+            problems.append(
+                ErrorInfo(
+                    code="preflight_check_missing",
+                    message=f"required check {name!r}: executable {check.cmd[0]!r} was not "
+                    f"found; fix: install it, or correct checks.{name}.cmd[0]",
+                )
+            )
+    return problems

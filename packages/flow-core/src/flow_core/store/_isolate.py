@@ -1,0 +1,179 @@
+"""Isolated runs: a private tree outside the workspace where the whole workflow runs.
+
+For a git workspace the tree is a linked worktree (``git worktree add --detach`` of ``HEAD``)
+inside the run's record folder; the user's uncommitted state is then copied over it (modified
+and untracked, not ignored, files; deleted files are deleted), so the run starts from exactly
+what the user sees. Ignored files (``.venv``, build outputs) are not copied: checks keep using
+the executables resolved in the real workspace. Git runs with hooks disabled
+(``core.hooksPath=/dev/null``): a ``post-checkout`` hook is project code nobody approved.
+Without git (or without a first commit) the tree is a private copy of the workspace that skips
+the generated and environment folders (``flow_safeio.SKIPPED_DIRS``) and keeps symbolic links
+as links. Afterwards the worktree is removed (``git worktree remove --force`` then
+``git worktree prune``), so the user's ``.git`` holds no trace of it. Source: the project's
+``docs/architecture.md`` ("Isolated runs").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from flow_core.store._record import StoreError
+from flow_safeio import SKIPPED_DIRS
+
+__all__ = ["MAX_COPY_BYTES", "MAX_COPY_FILES", "IsolatedTree", "prepare_tree", "remove_tree"]
+
+#: Largest workspace a private copy is made of: files and bytes.
+MAX_COPY_FILES = 50_000
+MAX_COPY_BYTES = 1024 * 1024 * 1024
+_GIT_TIMEOUT_S = 120.0
+_SKIP = frozenset(SKIPPED_DIRS)
+
+
+@dataclass(frozen=True)
+class IsolatedTree:
+    """An isolated tree.
+
+    Attributes:
+        kind: ``"git-worktree"`` or ``"copy"``.
+        top: the folder made (worktree or copy root).
+        root: the workspace inside it (differs from ``top`` when the workspace is a
+            subfolder of its git repository).
+        git_top: the real repository's top level (worktrees only).
+    """
+
+    kind: Literal["git-worktree", "copy"]
+    top: Path
+    root: Path
+    git_top: Path | None = None
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+    return subprocess.run(
+        ["git", "-c", "core.hooksPath=/dev/null", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        timeout=_GIT_TIMEOUT_S,
+        check=False,
+    )
+
+
+def _git_layout(workspace: Path) -> tuple[Path, str] | None:
+    """``(top level, prefix)`` when ``workspace`` is in a git repository with a commit."""
+    if shutil.which("git") is None:
+        return None
+    try:
+        top = _git(workspace, "rev-parse", "--show-toplevel")
+        prefix = _git(workspace, "rev-parse", "--show-prefix")
+        head = _git(workspace, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if top.returncode or prefix.returncode or head.returncode:
+        return None
+    return Path(os.fsdecode(top.stdout.strip())), os.fsdecode(prefix.stdout.strip())
+
+
+def _copy_entry(src: Path, dst: Path) -> None:
+    """Copy one file or symbolic link (never followed); remove ``dst`` when ``src`` is gone."""
+    try:
+        st = os.lstat(src)
+    except FileNotFoundError:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(dst)
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(dst)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    elif stat.S_ISREG(st.st_mode):
+        shutil.copy2(src, dst, follow_symlinks=False)
+
+
+def _skipped(rel: str) -> bool:
+    return any(part in _SKIP for part in rel.split("/")[:-1])
+
+
+def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTree:
+    made = _git(top, "worktree", "add", "--detach", "--quiet", str(dest), "HEAD")
+    if made.returncode:
+        raise StoreError(
+            f"git worktree add failed: {made.stderr.decode(errors='replace').strip()}",
+            code="isolate_failed",
+        )
+    tree = IsolatedTree("git-worktree", dest, dest / prefix, top)
+    try:
+        listed = _git(workspace, "ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", "--")
+        if listed.returncode:
+            raise StoreError(
+                f"git ls-files failed: {listed.stderr.decode(errors='replace').strip()}",
+                code="isolate_failed",
+            )
+        for raw in sorted(set(listed.stdout.split(b"\0"))):
+            rel = os.fsdecode(raw)
+            if rel and not _skipped(rel):
+                _copy_entry(workspace / rel, tree.root / rel)
+    except BaseException:
+        remove_tree(tree)
+        raise
+    return tree
+
+
+def _copy(workspace: Path, dest: Path) -> IsolatedTree:
+    files = size = 0
+    for dirpath, dirnames, filenames in os.walk(workspace):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP]
+        files += len(filenames)
+        for name in filenames:
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(dirpath, name)).st_size
+        if files > MAX_COPY_FILES or size > MAX_COPY_BYTES:
+            raise StoreError(
+                f"the workspace is too large for a private copy (over {MAX_COPY_FILES} files "
+                f"or {MAX_COPY_BYTES} bytes outside generated folders); fix: make it a git "
+                "repository (an isolated run then uses a worktree) or run without --isolate",
+                code="isolate_failed",
+            )
+    shutil.copytree(
+        workspace,
+        dest,
+        symlinks=True,
+        ignore=lambda _dir, names: [n for n in names if n in _SKIP],
+    )
+    return IsolatedTree("copy", dest, dest)
+
+
+def prepare_tree(workspace: Path, dest: Path) -> IsolatedTree:
+    """Make the isolated tree for ``workspace`` at ``dest`` (which must not exist).
+
+    Raises:
+        StoreError: code ``isolate_failed`` (git failed, or the copy would be too large).
+    """
+    try:
+        layout = _git_layout(workspace)
+        if layout is not None:
+            return _worktree(workspace, dest, *layout)
+        return _copy(workspace, dest)
+    except (OSError, subprocess.TimeoutExpired, shutil.Error) as err:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise StoreError(f"could not make the isolated tree: {err}", code="isolate_failed") from err
+
+
+def remove_tree(tree: IsolatedTree) -> None:
+    """Remove the tree; for a worktree also its entry in the repository (best effort)."""
+    if tree.git_top is not None:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            _git(tree.git_top, "worktree", "remove", "--force", str(tree.top))
+        shutil.rmtree(tree.top, ignore_errors=True)
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            _git(tree.git_top, "worktree", "prune")
+    shutil.rmtree(tree.top, ignore_errors=True)
