@@ -1,4 +1,4 @@
-"""The run store: records on disk, undo, apply, pruning, caps and isolated trees (real files, real git)."""
+"""The run store: records, undo, apply, pruning, caps, isolated trees (real files, real git)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def _fake_run(store: RunStore, ws: Path) -> str:
 def test_record_is_private_and_readable(store: RunStore, ws: Path) -> None:
     run_id = _fake_run(store, ws)
     info = store.get(run_id)
-    assert info.status == "unverified" and info.changed_files == ["a.py", "b.py"]
+    assert info.status == "unverified"
+    assert info.changed_files == ["a.py", "b.py"]
     assert stat.S_IMODE(os.stat(store.root).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(info.dir).st_mode) == 0o700
     for name in ("meta.json", "files.jsonl", "manifest.json", "pre/0001"):
@@ -89,11 +90,13 @@ def test_undo_restores_and_removes_then_is_itself_undoable(store: RunStore, ws: 
     run_id = _fake_run(store, ws)
     with Workspace(str(ws)) as w:
         result = undo_run(store, store.get(run_id), w)
-    assert result.restored == ["a.py"] and result.removed == ["b.py"]
+    assert result.restored == ["a.py"]
+    assert result.removed == ["b.py"]
     assert (ws / "a.py").read_text() == "a = 1\n"
     assert not (ws / "b.py").exists()
     undo = store.get(result.undo_id or "")
-    assert undo.kind == "undo" and undo.meta["target"] == run_id
+    assert undo.kind == "undo"
+    assert undo.meta["target"] == run_id
     assert store.get(run_id).meta["undone_by"] == undo.id
     with Workspace(str(ws)) as w, pytest.raises(StoreError) as again:
         undo_run(store, store.get(run_id), w)
@@ -102,7 +105,8 @@ def test_undo_restores_and_removes_then_is_itself_undoable(store: RunStore, ws: 
     with Workspace(str(ws)) as w:
         redo = undo_run(store, undo, w)
     assert sorted(redo.restored) == ["a.py", "b.py"]
-    assert (ws / "a.py").read_text() == "a = 2\n" and (ws / "b.py").read_text() == "b = 1\n"
+    assert (ws / "a.py").read_text() == "a = 2\n"
+    assert (ws / "b.py").read_text() == "b = 1\n"
 
 
 def test_undo_refused_after_an_external_change_changes_nothing(store: RunStore, ws: Path) -> None:
@@ -110,13 +114,15 @@ def test_undo_refused_after_an_external_change_changes_nothing(store: RunStore, 
     (ws / "a.py").write_text("a = 3  # the user's edit\n")
     with Workspace(str(ws)) as w, pytest.raises(StoreError) as caught:
         undo_run(store, store.get(run_id), w)
-    assert caught.value.code == "undo_conflict" and "a.py" in caught.value.message
+    assert caught.value.code == "undo_conflict"
+    assert "a.py" in caught.value.message
     assert (ws / "a.py").read_text() == "a = 3  # the user's edit\n"
     assert (ws / "b.py").read_text() == "b = 1\n"  # the other file was not touched either
     assert [i.kind for i in store.list()] == ["run"]  # no undo record for a refusal
     with Workspace(str(ws)) as w:
         forced = undo_run(store, store.get(run_id), w, force=True)
-    assert forced.forced == ["a.py"] and (ws / "a.py").read_text() == "a = 1\n"
+    assert forced.forced == ["a.py"]
+    assert (ws / "a.py").read_text() == "a = 1\n"
 
 
 def test_undo_refuses_a_corrupt_pre_image(store: RunStore, ws: Path) -> None:
@@ -154,7 +160,8 @@ def test_a_record_without_its_end_still_reads(store: RunStore, ws: Path) -> None
     lines = store.open(info).transcript_lines()
     assert [x["type"] for x in lines] == ["model_reply"]
     files = store.open(info).files()
-    assert files[0].path == "a.py" and files[0].post_known is False
+    assert files[0].path == "a.py"
+    assert files[0].post_known is False
 
 
 def test_caps_leave_honest_markers(tmp_path: Path, ws: Path) -> None:
@@ -174,7 +181,8 @@ def test_caps_leave_honest_markers(tmp_path: Path, ws: Path) -> None:
     assert 1 < len(lines) < 21
     assert os.path.getsize(rec.dir / "transcript.jsonl") <= 64 * 1024 + 1024
     diff = (rec.dir / "diff.patch").read_bytes()
-    assert len(diff) <= 64 * 1024 and b"more bytes cut at the size cap" in diff
+    assert len(diff) <= 64 * 1024
+    assert b"more bytes cut at the size cap" in diff
     assert store.get(rec.id).meta["dropped_bytes"]["transcript.jsonl"] > 0
 
 
@@ -218,9 +226,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 @needs_git
-def test_worktree_carries_uncommitted_state_and_leaves_git_clean(
-    tmp_path: Path, ws: Path
-) -> None:
+def test_worktree_carries_uncommitted_state_and_leaves_git_clean(tmp_path: Path, ws: Path) -> None:
     _git(ws, "init", "-q")
     (ws / "gone.py").write_text("x = 1\n")
     (ws / ".gitignore").write_text("ignored/\n")
@@ -257,7 +263,8 @@ def test_private_copy_skips_generated_folders(tmp_path: Path, ws: Path) -> None:
     (ws / "link").symlink_to("/etc/passwd")
     tree = prepare_tree(ws, tmp_path / "copy")
     try:
-        assert tree.kind == "copy" and (tree.root / "a.py").exists()
+        assert tree.kind == "copy"
+        assert (tree.root / "a.py").exists()
         assert not (tree.root / ".venv").exists()
         assert os.readlink(tree.root / "link") == "/etc/passwd"
     finally:
@@ -279,5 +286,6 @@ def test_apply_refused_when_the_workspace_moved(store: RunStore, ws: Path) -> No
     (ws / "a.py").write_text("a = 1\n")
     with Workspace(str(ws)) as w:
         applied = apply_run(store, store.get(rec.id), w)
-    assert applied.written == ["a.py"] and (ws / "a.py").read_text() == "a = 2\n"
+    assert applied.written == ["a.py"]
+    assert (ws / "a.py").read_text() == "a = 2\n"
     assert store.get(rec.id).meta["applied"] is True

@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models._parse import REPLY_ISSUE_CODES
+from flow_core.run._preflight import PREFLIGHT_CODES
 from flow_safeio import ERROR_CODES as _SAFEIO_CODES
 
 __all__ = ["ERROR_CODES"]
@@ -64,6 +65,23 @@ _FLOW_CODES: dict[str, str] = {
     "budget_tool_calls": "the run reached agent.max_tool_calls; further calls were refused",
     "context_budget": "a role's context could not be trimmed under agent.max_context_chars",
     "review_invalid": "the reviewer's reply was not valid JSON matching the review schema",
+    # the run store (store/): records, undo, apply, isolated runs
+    "apply_conflict": "a file an isolated run changed is no longer what the run started from "
+    "in the workspace; nothing was applied and the patch is kept (flow show ID --diff)",
+    "apply_refused": "the run is not an isolated one, or its change was already applied",
+    "isolate_failed": "the isolated tree (git worktree or private copy) could not be made; "
+    "the message says why; run without --isolate or fix the repository",
+    "run_not_found": "no run record has that id (or the prefix matches several); flow runs "
+    "lists them",
+    "run_store_full": "a write was refused because its pre-image does not fit the run record "
+    "([runs] max_run_bytes); raise it or make smaller changes",
+    "run_store_unusable": "the run store cannot be created or lies inside the workspace; set "
+    "XDG_STATE_HOME to a private directory outside the project",
+    "undo_conflict": "a file changed after the run, so undo changed nothing; look at it, then "
+    "flow undo ID --force",
+    "undo_failed": "a stored image is missing or corrupt, or a file could not be written "
+    "safely; whatever was written was put back",
+    "undo_nothing": "the run has nothing to undo: isolated and never applied, or already undone",
 }
 
 
@@ -77,5 +95,5 @@ def _merge(*tables: Mapping[str, str]) -> dict[str, str]:
 
 #: Every code flow-core can report, mapped to a one-line meaning and, where one exists, the fix.
 ERROR_CODES: Mapping[str, str] = MappingProxyType(
-    _merge(_FLOW_CODES, BACKEND_ERROR_CODES, REPLY_ISSUE_CODES, _SAFEIO_CODES)
+    _merge(_FLOW_CODES, PREFLIGHT_CODES, BACKEND_ERROR_CODES, REPLY_ISSUE_CODES, _SAFEIO_CODES)
 )

@@ -40,7 +40,7 @@ def default_store_root(environ: Mapping[str, str] | None = None) -> Path:
     return Path(os.path.normpath(state)) / "flow" / "runs"
 
 
-_last_us = 0
+_clock = {"last_us": 0}
 
 
 def new_run_id() -> str:
@@ -49,11 +49,10 @@ def new_run_id() -> str:
     Ids sort by creation time as plain strings; within one process each id's time is later
     than the previous one's, even when the clock has not moved.
     """
-    global _last_us
     now = datetime.datetime.now(datetime.UTC)
     stamp = int(now.timestamp() * 1_000_000)
-    stamp = max(stamp, _last_us + 1)
-    _last_us = stamp
+    stamp = max(stamp, _clock["last_us"] + 1)
+    _clock["last_us"] = stamp
     moment = datetime.datetime.fromtimestamp(stamp / 1_000_000, datetime.UTC)
     return moment.strftime("%Y%m%dT%H%M%S%fZ-") + secrets.token_hex(3)
 
