@@ -139,7 +139,7 @@ def _spawn(env, *args: str):
     return pexpect.spawn(
         sys.executable,
         ["-m", "flow_cli", *args],
-        env={**env.vars, "TERM": "xterm-256color"},
+        env={**env.vars, "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"},
         cwd=str(env.home),
         encoding="utf-8",
         timeout=60,
@@ -156,12 +156,97 @@ def test_tui_in_a_real_pseudo_terminal(env, h, tmp_path, workspace) -> None:
         child.expect("/build REQUEST")
         child.expect("flow>")
         child.sendcontrol("c")  # Ctrl-C at the prompt does not leave
-        child.expect("Ctrl-D to leave")
+        child.expect("line cleared")
         child.sendline("/quit")
         child.expect(pexpect.EOF)
     finally:
         child.close()
     assert child.exitstatus == 0
+
+
+def _planner_tasks(fake) -> list[str]:
+    """The task text of every planner request (the user message of a fresh planner context)."""
+    return [
+        r["messages"][-1]["content"]
+        for r in fake.requests
+        if not r.get("format") and len(r["messages"]) == 2 and r["messages"][-1]["role"] == "user"
+    ]
+
+
+def test_history_recalls_earlier_lines_across_sessions(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(script)
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    child = _spawn(env, "--config", str(cfg))
+    try:
+        child.expect("flow>")
+        child.send("first remembered task\r")
+        child.expect(r"run: \S*read_only")
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    history = env.home / ".local" / "state" / "flow" / "history"
+    assert "first remembered task" in history.read_text()
+    assert history.stat().st_mode & 0o777 == 0o600
+    assert history.parent.stat().st_mode & 0o777 == 0o700
+
+    child = _spawn(env, "--config", str(cfg))  # a new session reads the kept history
+    try:
+        child.expect("flow>")
+        child.send("\x1b[A")  # Up: the previous session's line comes back, editable
+        child.send(" again\r")
+        child.expect(r"run: \S*read_only")
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert "first remembered task again" in _planner_tasks(fake)[-1], _planner_tasks(fake)
+
+
+def test_a_multi_line_paste_is_one_task(env, h, tmp_path, workspace, fake_ollama) -> None:
+    fake = fake_ollama(script)
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    child = _spawn(env, "--config", str(cfg))
+    try:
+        child.expect("flow>")
+        # xterm bracketed paste: the terminal wraps pasted text in ESC[200~ ... ESC[201~.
+        child.send("\x1b[200~fix the adder\nand keep the tests green\x1b[201~")
+        child.send("\r")
+        child.expect(r"run: \S*read_only")
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    tasks = _planner_tasks(fake)
+    assert len(tasks) == 1, tasks
+    assert "fix the adder\nand keep the tests green" in tasks[0]
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line(env, h, tmp_path, workspace, fake_ollama) -> None:
+    fake = fake_ollama(script)
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    child = _spawn(env, "--config", str(cfg))
+    try:
+        child.expect("flow>")
+        child.send("half typed")
+        child.sendcontrol("c")
+        child.expect("line cleared")
+        child.expect("flow>")
+        child.send("the real task\r")
+        child.expect(r"run: \S*read_only")
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    assert len(_planner_tasks(fake)) == 1
+    assert "half typed" not in _planner_tasks(fake)[0]
 
 
 def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(

@@ -1,7 +1,8 @@
 """The terminal UI: a prompt loop over the same verified runtime as ``flow run``.
 
-Input is read with ``input()`` (through rich), so the TUI also works with piped stdin; Ctrl-D
-(end of input) leaves with exit code 0. A plain line is a task, exactly like ``/build``: each
+On a terminal, input has line editing, a persistent history and bracketed paste (see
+``flow_cli._input``); with piped stdin it is read line by line. Ctrl-D (end of input) leaves
+with exit code 0. A plain line is a task, exactly like ``/build``: each
 task is a new ``Runtime.run`` call, so every role starts from a fresh context. While a task
 runs, a live view shows the role, turn, tool calls and checks; Ctrl-C interrupts the task (the
 runtime kills the check process groups) and returns to the prompt.
@@ -116,18 +117,19 @@ class Tui:
         Returns:
             0.
         """
+        from flow_cli._input import make_reader
         from flow_core import FlowError
 
-        reader = read or self.console.input
+        reader = read or make_reader(self.console)
         self.banner()
         while True:
             try:
-                line = reader("[bold green]flow>[/] ")
+                line = reader("flow> ")
             except EOFError:
                 self.console.print()
                 return 0
             except KeyboardInterrupt:
-                self.console.print("\n[dim](Ctrl-C) type /quit or press Ctrl-D to leave[/]")
+                self.console.print("[dim](Ctrl-C) line cleared; /quit or Ctrl-D leaves[/]")
                 continue
             try:
                 if not self.handle(line.strip()):
