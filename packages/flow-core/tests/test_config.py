@@ -23,7 +23,7 @@ from flow_core import (
     make_backend,
     user_config_path,
 )
-from flow_core.config._schema import DEFAULT_PROTECTED
+from flow_core.config import DEFAULT_PROTECTED
 
 SEED = """\
 workspace_dir = "{ws}"

@@ -8,11 +8,11 @@ from pathlib import Path
 import flow_core
 
 SRC = Path(flow_core.__file__).parent
-# code="x", default_code = "x", self._error("x", ...), ToolError("x", ...), _fail("x", ...)
+# code="x", default_code = "x", state.error("x", ...), ToolError("x", ...), _fail("x", ...)
 PATTERNS = [
     re.compile(r'\bcode\s*=\s*"([a-z][a-z0-9_]+)"'),
     re.compile(r'\bdefault_code\s*=\s*"([a-z][a-z0-9_]+)"'),
-    re.compile(r'\._error\(\s*"([a-z][a-z0-9_]+)"'),
+    re.compile(r'\.error\(\s*"([a-z][a-z0-9_]+)"'),
     re.compile(r'\bToolError\(\s*"([a-z][a-z0-9_]+)"'),
 ]
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from flow_core import CheckResult, EditorLintResult, GateFacts, Review, evaluate_gate, language_key
-from flow_core.verify._gate import TOOL_CONFIG_KEY, is_tool_config
+from flow_core.verify import TOOL_CONFIG_KEY, is_tool_config
 
 
 def result(name: str, kind: str = "lint") -> CheckResult:

@@ -47,7 +47,7 @@ from flow_core._report import (
     Verification,
     report_json_schema,
 )
-from flow_core.config._schema import (
+from flow_core.config import (
     AgentConfig,
     CheckConfig,
     FlowConfig,
@@ -68,11 +68,16 @@ from flow_core.models import (
 )
 from flow_core.models._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core.models.openai import OpenAIBackend
-from flow_core.run._runtime import REVIEW_SCHEMA, Runtime
+from flow_core.run import REVIEW_SCHEMA, Runtime
 from flow_core.skills import list_skills, load_skill
-from flow_core.tools._toolbox import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
-from flow_core.verify._checks import kill_all_process_groups, run_check
-from flow_core.verify._gate import GateFacts, evaluate_gate, language_key
+from flow_core.tools import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+from flow_core.verify import (
+    GateFacts,
+    evaluate_gate,
+    kill_all_process_groups,
+    language_key,
+    run_check,
+)
 
 __all__ = [
     "BACKEND_ERROR_CODES",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import httpx
 
     from flow_core._protocols import ChatBackend
-    from flow_core.config._schema import FlowConfig
+    from flow_core.config import FlowConfig
 
 __all__ = [
     "BACKEND_ERROR_CODES",

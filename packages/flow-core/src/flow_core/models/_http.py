@@ -4,21 +4,20 @@ The rules come from the seed's "Trust and security" section: the default endpoin
 loopback, a non-loopback endpoint needs an explicit ``allow_remote``, environment proxies and
 redirects are disabled, and response sizes are bounded while they arrive.
 
-``httpx`` is imported only inside the functions that need it, so that the config loader (which
-uses ``url_problem``) and ``flow status`` never import it.
+``httpx`` is imported only inside the functions that need it, so that ``flow status`` never
+imports it. The URL rule itself lives in ``flow_core._urls`` (the config loader uses it too).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from flow_core._errors import BackendError
+from flow_core._urls import url_problem
 
 if TYPE_CHECKING:
     import httpx
@@ -28,13 +27,11 @@ __all__ = [
     "HTTPStatusError",
     "check_base_url",
     "excerpt",
-    "is_loopback_host",
     "iter_lines_capped",
     "make_client",
     "monotonic_ms",
     "read_capped",
     "stream_request",
-    "url_problem",
 ]
 
 #: Stable ``BackendError.code`` values the HTTP backends raise, with their meaning.
@@ -65,55 +62,6 @@ class HTTPStatusError(BackendError):
         super().__init__(message, code=code)
         self.status = status
         self.body = body
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost``, any 127.0.0.0/8 address and ``::1``.
-
-    Args:
-        host: a URL host as ``urlsplit(...).hostname`` gives it (lower case, no brackets).
-    """
-    h = host.lower().rstrip(".")
-    if h == "localhost":
-        return True
-    try:
-        addr = ipaddress.ip_address(h)
-    except ValueError:
-        return False
-    if isinstance(addr, ipaddress.IPv4Address):
-        return addr in ipaddress.IPv4Network("127.0.0.0/8")
-    return addr == ipaddress.IPv6Address("::1")
-
-
-def url_problem(url: str, *, allow_remote: bool) -> tuple[str, str] | None:
-    """``(code, message)`` for an unusable base URL, else ``None``.
-
-    The code is ``remote_refused`` when only ``allow_remote`` is missing (the URL itself is
-    fine) and ``backend_malformed`` when no setting would make the URL usable.
-    """
-    try:
-        parts = urlsplit(url)
-        _ = parts.port  # raises ValueError for a port out of range or not a number
-    except ValueError as err:
-        return "backend_malformed", f"{url!r} is not a valid URL ({err})"
-    if parts.scheme not in ("http", "https"):
-        return (
-            "backend_malformed",
-            f"{url!r} is not an http:// or https:// URL (only http and https are accepted)",
-        )
-    if not parts.hostname:
-        return "backend_malformed", f"{url!r} has no host"
-    if parts.username is not None or parts.password is not None:
-        return "backend_malformed", f"{url!r} carries user info; Flow sends no credentials"
-    if parts.query or parts.fragment:
-        return "backend_malformed", f"{url!r} may not have a query or fragment"
-    if not allow_remote and not is_loopback_host(parts.hostname):
-        return (
-            "remote_refused",
-            f"{url!r} is not a loopback address (127.0.0.0/8, ::1, localhost) "
-            "and allow_remote is false",
-        )
-    return None
 
 
 def check_base_url(url: str, *, allow_remote: bool, setting: str) -> str:

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge
 from flow_core._report import CheckResult, ErrorInfo
-from flow_core.config._schema import executable_identity
+from flow_core.config import executable_identity
 
 if TYPE_CHECKING:
-    from flow_core.config._schema import CheckConfig
+    from flow_core.config import CheckConfig
 
 __all__ = [
     "GRACE_S",

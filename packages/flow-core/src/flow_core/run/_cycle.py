@@ -1,0 +1,242 @@
+"""One ``flow run``: the planner, then coder → checks → reviewer → gate cycles.
+
+1. **planner**: fresh context (bundled prompt + task), read-only tools; ends with a plan text.
+2. Without trust the run stops here: nothing is written, no check runs, status
+   ``"read_only"``, error ``not_trusted``.
+3. For each cycle up to ``agent.max_cycles``:
+
+   a. **coder**: fresh context (task, plan, the previous cycle's failures and findings), write
+      tools and ``run_check``;
+   b. fingerprints of every edited file and the editor's freshness snapshot are taken;
+   c. the host runs **every** configured check in config order and, with an editor attached,
+      Rose's native linter over the changed source files;
+   d. **reviewer**: fresh context, read-only tools, a reply validated by ``ReviewReply``; it
+      runs only when the coder completed and every required check passed;
+   e. fingerprints and freshness again; the gate (``flow_core.verify``) judges the conditions;
+   f. verified → stop; otherwise failures and findings feed the next cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flow_core._errors import EditorError
+from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
+from flow_core._report import CheckResult, CycleRecord, Review, Verification
+from flow_core.run._changes import ChangeTracker
+from flow_core.run._loop import run_role
+from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
+from flow_core.run._reporting import blocked_verification
+from flow_core.run._review import REVIEW_SCHEMA, validate_review
+from flow_core.run._state import RoleOutcome, RunEnded, RunState
+from flow_core.skills import load_skill
+from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
+
+if TYPE_CHECKING:
+    from flow_core._report import ReportStatus
+    from flow_core.config import FlowConfig
+    from flow_core.tools import ToolBox
+
+__all__ = ["RunDriver"]
+
+
+@dataclass
+class RunDriver:
+    """Drives one run for ``Runtime.run``; the runtime supplies its parts.
+
+    Attributes:
+        toolbox: builds the toolset for ``(role, cycle)``.
+        run_check: runs one configured check by name in ``cycle`` (None outside a cycle).
+    """
+
+    config: FlowConfig
+    trusted: bool
+    state: RunState
+    changes: ChangeTracker
+    editor: EditorBridge | None
+    backend: Callable[[], ChatBackend]
+    toolbox: Callable[[Role, int | None], ToolBox]
+    run_check: Callable[[str, int | None], CheckResult]
+
+    def run(self, task: str) -> ReportStatus:
+        """Plan, then cycle until verified or out of cycles; returns the report status."""
+        state = self.state
+        planner = self._role("planner", planner_prompt(task, self.config.checks), cycle=None)
+        if not planner.completed:
+            state.verification = blocked_verification(
+                [f"planner did not complete: {planner.failure}"], within_budgets=False
+            )
+            return "failed"
+        state.plan = planner.text
+        if not self.trusted:
+            reason = "read-only run (no --trusted): planned only; nothing written, no check run"
+            state.error("not_trusted", reason)
+            state.verification = blocked_verification([reason], within_budgets=True)
+            return "read_only"
+        feedback = ""
+        for cycle in range(1, self.config.agent.max_cycles + 1):
+            state.cycles = cycle
+            verification = self._cycle(task, cycle, feedback)
+            if verification.verified:
+                return "verified"
+            if state.ledger.exhausted or state.stop:
+                break
+            review = state.history[-1].review if state.history else None
+            feedback = feedback_text(cycle, verification, state.final_checks, review)
+        state.check_stop()
+        return "unverified"
+
+    def _role(
+        self,
+        role: Role,
+        user: str,
+        *,
+        cycle: int | None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> RoleOutcome:
+        system = load_skill(role)
+        toolbox = self.toolbox(role, cycle)
+        try:
+            return run_role(
+                self.state,
+                self.backend(),
+                self.config.agent,
+                self.config.model_for(role),
+                role,
+                system=system,
+                user=user,
+                toolbox=toolbox,
+                cycle=cycle,
+                response_format=response_format,
+            )
+        except RunEnded:
+            return RoleOutcome(False, failure="budget_tool_calls")
+
+    def _cycle(self, task: str, cycle: int, feedback: str) -> Verification:
+        """One coder → checks → reviewer → gate cycle (steps a-f of the module docstring)."""
+        state, config = self.state, self.config
+        budget_reasons: list[str] = []
+        coder = self._role(
+            "coder", coder_prompt(task, state.plan, config.checks, feedback), cycle=cycle
+        )
+        if not coder.completed:
+            budget_reasons.append(f"coder did not complete: {coder.failure}")
+
+        # Verification starts here: what the checks and the reviewer judge must still be on
+        # disk (and in the editor) at the end of review (docs/architecture.md, "Verified").
+        hashes_checked = self.changes.hashes()
+        fresh_checked = self._freshness(cycle)
+        checks = [self.run_check(name, cycle) for name in config.checks]
+        state.check_stop()
+        state.final_checks = checks
+        changed = self.changes.changed_files()
+        native = self._native_lint(changed, cycle)
+
+        review: Review | None = None
+        required_ok = all(r.status == "passed" for r in checks if r.required) and any(
+            r.required for r in checks
+        )
+        if not coder.completed:
+            review_reason = "review skipped: the coder did not complete"
+        elif not required_ok:
+            review_reason = "review skipped: required checks did not pass"
+        elif state.ledger.exhausted:
+            review_reason = "review skipped: tool-call budget spent"
+        else:
+            review, review_reason = self._review(task, cycle, checks)
+        if state.ledger.exhausted and not any("budget_tool_calls" in r for r in budget_reasons):
+            budget_reasons.append("tool-call budget spent (budget_tool_calls)")
+        hashes_reviewed = self.changes.hashes()
+        fresh_reviewed = self._freshness(cycle)
+        snapshot_equal = (
+            fresh_checked is not None
+            and fresh_reviewed is not None
+            and fresh_checked[0] == fresh_reviewed[0]
+        ) or self.editor is None
+        dirty = list(fresh_reviewed[1]) if fresh_reviewed is not None else []
+        if self.editor is not None and fresh_reviewed is None:
+            dirty = ["<editor freshness unavailable>"]
+
+        verification = evaluate_gate(
+            GateFacts(
+                within_budgets=not budget_reasons,
+                budget_reasons=budget_reasons,
+                required_checks=[n for n, c in config.checks.items() if c.required],
+                checks=checks,
+                check_filetypes={n: c.filetypes for n, c in config.checks.items()},
+                changed_files=changed,
+                native_lint=native,
+                review=review,
+                review_reason=review_reason,
+                hashes_before_checks=hashes_checked,
+                hashes_after_review=hashes_reviewed,
+                freshness_equal=snapshot_equal,
+                dirty_buffers=dirty,
+            )
+        )
+        state.verification = verification
+        state.history.append(
+            CycleRecord(cycle=cycle, checks=checks, verification=verification, review=review)
+        )
+        state.emit(
+            "verification",
+            cycle=cycle,
+            ok=verification.verified,
+            detail={"reasons": list(verification.reasons)},
+        )
+        return verification
+
+    def _native_lint(self, changed: Sequence[str], cycle: int) -> list[EditorLintResult]:
+        """Rose's native linter over the changed source files (not docs or tool config)."""
+        sources = [p for p in changed if language_key(p) not in (DOC_KEY, TOOL_CONFIG_KEY)]
+        if self.editor is None or not sources:
+            return []
+        try:
+            return [self.editor.lint(sources)]
+        except EditorError as err:
+            self.state.error(err.code, f"editor lint failed: {err.message}", cycle=cycle)
+            return []
+
+    def _freshness(self, cycle: int) -> tuple[str, tuple[str, ...]] | None:
+        """The editor's (snapshot, dirty buffers); ``("", ())`` without an editor."""
+        if self.editor is None:
+            return ("", ())
+        try:
+            fresh = self.editor.freshness()
+        except EditorError as err:
+            self.state.error(err.code, f"editor freshness unavailable: {err.message}", cycle=cycle)
+            return None
+        return fresh.snapshot, tuple(fresh.dirty_buffers)
+
+    def _review(
+        self, task: str, cycle: int, checks: Sequence[CheckResult]
+    ) -> tuple[Review | None, str]:
+        state = self.state
+        user = reviewer_prompt(
+            task,
+            state.plan,
+            checks,
+            self.changes.diff(),
+            limit=self.config.agent.max_context_chars,
+        )
+        outcome = self._role("reviewer", user, cycle=cycle, response_format=REVIEW_SCHEMA)
+        if not outcome.completed:
+            if outcome.failure == "budget_tool_calls":
+                return None, "review ended: tool-call budget spent"
+            return None, f"reviewer did not finish ({outcome.failure})"
+        review = validate_review(outcome.text)
+        if review is None:
+            message = "the reviewer's reply is not a JSON object matching the review schema"
+            state.error("review_invalid", message, role="reviewer", cycle=cycle)
+            state.emit("review", role="reviewer", cycle=cycle, ok=False)
+            return None, f"invalid reviewer output (review_invalid): {message}"
+        state.emit(
+            "review",
+            role="reviewer",
+            cycle=cycle,
+            ok=review.approved,
+            detail={"summary": review.summary},
+        )
+        return review, "approved" if review.approved else "rejected"

@@ -1,0 +1,189 @@
+"""The role loop: one role invocation, turn by turn, under the host's budgets.
+
+A role *completes* only when the model replies with text, no tool call and no parse issue in
+that same reply. Every parse issue is recorded (code, role, cycle) and costs the turn.
+Budgets (``docs/architecture.md``, "Budgets"): ``max_iterations`` model turns per role
+invocation (``budget_iterations``); ``max_tool_calls`` across the run (a call beyond it is
+refused and the run ends: ``budget_tool_calls``); ``max_context_chars`` per request
+(``context_budget`` when trimming old tool output is not enough).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from flow_core._protocols import ChatMessage, Role
+from flow_core._report import RoleUsage
+from flow_core.run._context import Context
+from flow_core.run._interruptible import Abandoned, call_interruptibly
+from flow_core.run._prompts import retry_text
+from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
+
+if TYPE_CHECKING:
+    from flow_core._protocols import ChatBackend, ToolCall
+    from flow_core.config import AgentConfig
+    from flow_core.models._parse import ParsedReply
+    from flow_core.tools import ToolBox
+
+__all__ = ["run_role"]
+
+
+def run_role(
+    state: RunState,
+    backend: ChatBackend,
+    agent: AgentConfig,
+    model: str,
+    role: Role,
+    *,
+    system: str,
+    user: str,
+    toolbox: ToolBox,
+    cycle: int | None,
+    response_format: Mapping[str, Any] | None = None,
+) -> RoleOutcome:
+    """Run ``role`` on ``model`` from a fresh context until it completes or a budget ends it.
+
+    Returns:
+        ``RoleOutcome(completed=True, text=...)``, or ``completed=False`` with the failure code
+        (``context_budget``, ``budget_iterations``).
+
+    Raises:
+        RunEnded: the run's tool-call budget was spent.
+        Interrupted: the run was asked to stop.
+        BackendError: the model server failed.
+    """
+    from flow_core.models._parse import parse_reply
+
+    limit = agent.max_context_chars
+    reply_cap = max(4_000, limit // 2)
+    usage = state.roles.setdefault(role, RoleUsage(model=model))
+    usage.invocations += 1
+    ctx = Context(toolbox.schema_chars)
+    ctx.add(ChatMessage(role="system", content=system))
+    ctx.add(ChatMessage(role="user", content=user))
+    state.emit("role_started", role=role, cycle=cycle, detail={"model": model})
+    for turn in range(1, agent.max_iterations + 1):
+        state.check_stop()
+        if not ctx.fit(limit):
+            message = (
+                f"the {role}'s context needs {ctx.total} characters even with old tool "
+                f"output removed; the budget is {limit} (agent.max_context_chars)"
+            )
+            state.error("context_budget", message, role=role, cycle=cycle)
+            return RoleOutcome(False, failure="context_budget")
+        state.max_context = max(state.max_context, ctx.total)
+        usage.turns += 1
+        state.max_turns = max(state.max_turns, turn)
+        state.emit("turn", role=role, cycle=cycle, turn=turn)
+        started = time.perf_counter()
+        chat = functools.partial(
+            backend.chat,
+            model,
+            list(ctx.messages),
+            tools=toolbox.schemas,
+            format=response_format,
+        )
+        try:
+            response = call_interruptibly(chat, lambda: state.stop, name=f"flow-{role}-model")
+        except Abandoned:
+            raise Interrupted from None
+        finally:
+            state.model_ms += (time.perf_counter() - started) * 1000.0
+        parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
+        for issue in parsed.issues:
+            state.error(issue.code, issue.message, role=role, cycle=cycle)
+        calls = parsed.tool_calls
+        ctx.add(
+            ChatMessage(
+                role="assistant",
+                content=parsed.text,
+                tool_calls=tuple(response.tool_calls) or calls,
+            )
+        )
+        _answer_calls(
+            state,
+            agent,
+            ctx,
+            toolbox,
+            calls=calls,
+            parsed=parsed,
+            role=role,
+            cycle=cycle,
+            turn=turn,
+        )
+        if calls:
+            continue
+        if parsed.issues or not parsed.text.strip():
+            if not parsed.issues:
+                state.error("empty_reply", "the reply had no usable text", role=role, cycle=cycle)
+            problems = "; ".join(i.message for i in parsed.issues) or "empty reply"
+            ctx.add(ChatMessage(role="user", content=retry_text(problems)))
+            continue
+        return RoleOutcome(True, text=parsed.text)
+    message = f"the {role} used all {agent.max_iterations} turns without finishing"
+    state.error("budget_iterations", message, role=role, cycle=cycle)
+    return RoleOutcome(False, failure="budget_iterations")
+
+
+def _answer_calls(
+    state: RunState,
+    agent: AgentConfig,
+    ctx: Context,
+    toolbox: ToolBox,
+    *,
+    calls: tuple[ToolCall, ...],
+    parsed: ParsedReply,
+    role: Role,
+    cycle: int | None,
+    turn: int,
+) -> None:
+    """Run the reply's tool calls and answer every call id, failed ones included.
+
+    Raises:
+        RunEnded: a call came after the run's tool-call budget was spent (it is refused).
+    """
+    answered: set[str] = set()
+    for call in calls:
+        state.check_stop()
+        answered.add(call.id)
+        if state.ledger.used >= agent.max_tool_calls:
+            toolbox.refuse(
+                call.name,
+                "budget_tool_calls",
+                f"the run's tool-call budget ({agent.max_tool_calls}) is spent",
+            )
+            state.error(
+                "budget_tool_calls",
+                f"tool call {call.name!r} refused: max_tool_calls ({agent.max_tool_calls}) reached",
+                role=role,
+                cycle=cycle,
+            )
+            state.emit("tool_call", role=role, cycle=cycle, turn=turn, name=call.name, ok=False)
+            raise RunEnded
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        outcome = toolbox.call(call.name, args)
+        state.emit(
+            "tool_call",
+            role=role,
+            cycle=cycle,
+            turn=turn,
+            name=call.name,
+            ok=outcome.ok,
+            detail={"id": outcome.id, "error": outcome.error},
+        )
+        ctx.add(
+            ChatMessage(role="tool", content=outcome.content, tool_call_id=call.id, name=call.name)
+        )
+    for issue in parsed.issues:
+        if issue.tool_call_id and issue.tool_call_id not in answered:
+            answered.add(issue.tool_call_id)
+            ctx.add(
+                ChatMessage(
+                    role="tool",
+                    content=f"error ({issue.code}): {issue.message}",
+                    tool_call_id=issue.tool_call_id,
+                )
+            )

@@ -1,0 +1,103 @@
+"""The texts the runtime writes into the roles' user messages.
+
+The system prompts are the bundled prompt files (``flow_core.skills``); these are the per-run
+parts: the task, the plan, the configured checks, the previous cycle's failures and the diff
+the reviewer judges. Sizes are in characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flow_core._report import CheckResult, Review, Verification
+    from flow_core.config import CheckConfig
+
+__all__ = [
+    "FEEDBACK_TAIL_CHARS",
+    "checks_text",
+    "coder_prompt",
+    "feedback_text",
+    "planner_prompt",
+    "retry_text",
+    "reviewer_prompt",
+]
+
+#: Characters of a failed check's output tail fed back to the next coder cycle.
+FEEDBACK_TAIL_CHARS = 2_000
+
+
+def checks_text(checks: Mapping[str, CheckConfig]) -> str:
+    """The configured checks, one line each, as the planner and the coder see them."""
+    if not checks:
+        return "No named checks are configured."
+    lines = ["Configured checks (the host runs all of them after the coder):"]
+    for name, c in checks.items():
+        req = "required" if c.required else "optional"
+        types = ", ".join(c.filetypes) or "-"
+        lines.append(f"- {name}: kind={c.kind}, {req}, filetypes={types}")
+    return "\n".join(lines)
+
+
+def planner_prompt(task: str, checks: Mapping[str, CheckConfig]) -> str:
+    """The planner's user message."""
+    return f"Task:\n{task}\n\n{checks_text(checks)}"
+
+
+def coder_prompt(
+    task: str, plan: str | None, checks: Mapping[str, CheckConfig], feedback: str
+) -> str:
+    """The coder's user message; ``feedback`` is the previous cycle's (empty in cycle 1)."""
+    text = f"Task:\n{task}\n\nPlan:\n{plan}\n\n{checks_text(checks)}"
+    if feedback:
+        text += "\n\n" + feedback
+    return text
+
+
+def reviewer_prompt(
+    task: str, plan: str | None, checks: Sequence[CheckResult], diff: str, *, limit: int
+) -> str:
+    """The reviewer's user message; the diff is cut to a third of ``limit`` characters."""
+    cap = max(1_000, limit // 3)
+    if len(diff) > cap:
+        diff = diff[:cap] + "\n[diff cut to fit the context budget]"
+    summary = "\n".join(
+        f"- {r.name} ({r.kind}, {'required' if r.required else 'optional'}): {r.status}"
+        for r in checks
+    )
+    return (
+        f"Task:\n{task}\n\nPlan:\n{plan}\n\nChecks run by the host:\n{summary}\n\n"
+        f"Diff:\n{diff or '(no changes)'}\n\nReply with the JSON review object only."
+    )
+
+
+def feedback_text(
+    cycle: int,
+    verification: Verification,
+    checks: Sequence[CheckResult],
+    review: Review | None,
+) -> str:
+    """What the next coder cycle is told: failed checks, the rejection, the gate's reasons."""
+    lines = [f"Cycle {cycle} was not verified. Fix the following and finish again."]
+    for r in checks:
+        if r.status != "passed":
+            lines.append(f"Check {r.name} {r.status} (exit code {r.exit_code}):")
+            if r.error is not None:
+                lines.append(r.error.message)
+            if r.output_tail:
+                lines.append(r.output_tail[-FEEDBACK_TAIL_CHARS:])
+    if review is not None and not review.approved:
+        lines.append(f"Reviewer: {review.summary}")
+        lines.extend(f"- {f}" for f in review.findings)
+    lines.append("Gate reasons:")
+    lines.extend(f"- {r}" for r in verification.reasons)
+    return "\n".join(lines)
+
+
+def retry_text(problems: str) -> str:
+    """Sent after a reply the host could not use (parse issues or no text)."""
+    return (
+        f"Your last reply could not be used ({problems}). Use a structured "
+        "tool call, or finish with a plain-text reply and no tool call."
+    )

@@ -1,0 +1,135 @@
+"""Report assembly: the ``Report`` of a status, a check run or a run, from its ``RunState``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from flow_core.__about__ import __version__
+from flow_core._protocols import ROLES
+from flow_core._report import (
+    Budget,
+    Budgets,
+    CheckSpec,
+    GateConditions,
+    Report,
+    ReportStatus,
+    Timings,
+    Verification,
+)
+
+if TYPE_CHECKING:
+    from flow_core.config import FlowConfig
+    from flow_core.run._changes import ChangeTracker
+    from flow_core.run._state import RunState
+
+__all__ = ["blocked_verification", "build_report", "check_specs", "status_report"]
+
+
+def check_specs(config: FlowConfig) -> list[CheckSpec]:
+    """The configured checks as the report lists them (config order)."""
+    return [
+        CheckSpec(
+            name=n,
+            kind=c.kind,
+            required=c.required,
+            filetypes=list(c.filetypes),
+            argv=list(c.cmd),
+            timeout_ms=c.timeout,
+            executable=c.executable,
+        )
+        for n, c in config.checks.items()
+    ]
+
+
+def blocked_verification(reasons: list[str], *, within_budgets: bool) -> Verification:
+    """A verdict for a run that never reached the gate: every other condition false."""
+    return Verification(
+        verified=False,
+        conditions=GateConditions(
+            within_budgets=within_budgets,
+            required_checks_passed=False,
+            static_coverage=False,
+            review_approved=False,
+            unchanged=False,
+        ),
+        reasons=reasons,
+    )
+
+
+def status_report(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) -> Report:
+    """``Runtime.status()``: the configuration only, never a run in progress."""
+    return Report(
+        kind="status",
+        ok=True,
+        status="ok",
+        flow_version=__version__,
+        workspace=str(config.workspace_dir),
+        trusted=trusted,
+        config_sources=list(sources),
+        models={role: config.model_for(role) for role in ROLES},
+        configured_checks=check_specs(config),
+    )
+
+
+def build_report(
+    kind: str,
+    status: ReportStatus,
+    *,
+    ok: bool,
+    config: FlowConfig,
+    trusted: bool,
+    sources: Sequence[str],
+    state: RunState,
+    changes: ChangeTracker,
+) -> Report:
+    """The report of a check run (``kind="check"``) or a run (``kind="run"``).
+
+    For a run, ``ok`` is ``verified``: status ``"verified"`` and a verified verdict.
+    """
+    total = (time.perf_counter() - state.t0) * 1000.0
+    is_run = kind == "run"
+    verified = bool(
+        is_run
+        and status == "verified"
+        and state.verification is not None
+        and state.verification.verified
+    )
+    agent = config.agent
+    return Report(
+        kind=kind,  # type: ignore[arg-type]
+        ok=verified if is_run else ok,
+        verified=verified,
+        status=status,
+        flow_version=__version__,
+        workspace=str(config.workspace_dir),
+        trusted=trusted,
+        task=state.task if is_run else None,
+        config_sources=list(sources),
+        models={role: config.model_for(role) for role in ROLES},
+        configured_checks=check_specs(config),
+        checks=list(state.final_checks),
+        verification=state.verification if is_run else None,
+        verification_history=list(state.history),
+        plan=state.plan,
+        changed_files=changes.changed_files() if is_run and changes.pre else [],
+        diff=changes.diff() if is_run and changes.pre else "",
+        roles=dict(state.roles),
+        tool_calls=list(state.ledger.records),
+        budgets=Budgets(
+            iterations=Budget(used=state.max_turns, limit=agent.max_iterations),
+            cycles=Budget(used=state.cycles, limit=agent.max_cycles),
+            tool_calls=Budget(used=state.ledger.used, limit=agent.max_tool_calls),
+            context_chars=Budget(used=state.max_context, limit=agent.max_context_chars),
+        )
+        if is_run
+        else None,
+        errors=list(state.errors),
+        timings=Timings(
+            total_ms=total,
+            model_ms=state.model_ms,
+            checks_ms=state.checks_ms,
+            flow_ms=max(0.0, total - state.model_ms - state.checks_ms),
+        ),
+    )
