@@ -26,6 +26,8 @@ _FLOW_CODES: dict[str, str] = {
     "config_syntax": "a config file is not valid TOML; fix the line named in the message",
     "config_not_found": "the --config file does not exist or cannot be read; give an existing "
     "absolute path",
+    "config_unsafe": "the --config file lies inside the workspace, or others can write it or a "
+    "folder above it; move it outside the project and make it writable by you only",
     "check_unknown": "no [checks.NAME] table defines that check name; use a configured name "
     "(flow status lists them)",
     "not_trusted": "writes and named checks need --trusted; without it a run only plans",

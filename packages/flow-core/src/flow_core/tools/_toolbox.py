@@ -30,7 +30,8 @@ from typing import Any
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
-from flow_safeio import SafeIOError, Workspace, validate_path
+from flow_core.verify._toolfiles import protected_reason
+from flow_safeio import ProtectedPathError, SafeIOError, Workspace, validate_path
 
 __all__ = [
     "EDITOR_TOOL_NAMES",
@@ -372,6 +373,11 @@ class ToolBox:
         # environment, ...): flow-safeio's one rule, the same that hides them from listings;
         # raises GeneratedPathError (code "generated_path").
         self.workspace.check_generated(rel)
+        # Files other tools run or obey (agent instructions, CI, .envrc, *.pth, ...): the one
+        # table in flow_core.verify._toolfiles, matched in any directory.
+        why = protected_reason(rel)
+        if why is not None:
+            raise ProtectedPathError(rel, f"protected path ({why}): it may be read but not written")
 
     def _read_text(self, rel: str) -> str:
         if self._editor is not None:

@@ -1,0 +1,105 @@
+"""Where an operator config may come from: never from where the model or others can write.
+
+The operator config decides which commands Flow runs as checks, with ``--trusted``. A config
+file that the model's file tools could write (it lies inside the workspace), or that another
+user could write or replace (group or other write permission on the file or on a folder above
+it, or another owner), would let them choose those commands: a cloned repository shipping
+``flow-mcp --workspace . --config ./flow.toml --trusted`` in its MCP settings would run its
+own commands as "checks". Every entry point (CLI, TUI, MCP server) loads through
+``load_config``, which refuses such a file with ``ConfigError`` code ``config_unsafe``.
+Source of the rule: ``docs/architecture.md``, section "Evidence".
+
+A folder with the sticky bit (``/tmp``) is accepted although others may write it: they cannot
+rename or remove a file they do not own there. Files and folders owned by root are accepted.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from flow_core._errors import ConfigError
+
+__all__ = ["check_config_location", "config_location_problem"]
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(os.path.commonpath([root, path]) == root for root in roots)
+
+
+def _others_can_write(st: os.stat_result, *, is_dir: bool) -> str | None:
+    """Why others could change this file or folder, or None."""
+    me = os.geteuid()
+    if st.st_uid not in (me, 0):
+        return f"is owned by another user (uid {st.st_uid})"
+    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if writable and not (is_dir and st.st_mode & stat.S_ISVTX):
+        who = (
+            "group and others"
+            if writable == (stat.S_IWGRP | stat.S_IWOTH)
+            else ("its group" if writable & stat.S_IWGRP else "others")
+        )
+        return f"is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def config_location_problem(config_file: str | Path, workspace: str | Path) -> str | None:
+    """Why ``config_file`` must not be used as operator config, or None when it may.
+
+    Args:
+        config_file: the ``--config`` path (absolute or relative to the current directory).
+        workspace: the absolute workspace root.
+
+    Returns:
+        One sentence naming the file and the problem, or None.
+    """
+    given = os.path.abspath(config_file)
+    real = os.path.realpath(given)
+    roots = list(dict.fromkeys([os.path.normpath(workspace), os.path.realpath(workspace)]))
+    if _inside(given, roots) or _inside(real, roots):
+        return (
+            f"{given} lies inside the workspace {roots[0]}, where the model's file tools and "
+            "the checks can write it"
+        )
+    try:
+        st = os.stat(real)
+    except OSError as err:
+        return f"{given} cannot be examined ({err.strerror})"
+    why = _others_can_write(st, is_dir=False)
+    if why is not None:
+        return f"{given} {why}"
+    seen: set[str] = set()
+    for start in (os.path.dirname(given), os.path.dirname(real)):
+        folder = start
+        while folder not in seen:
+            seen.add(folder)
+            try:
+                dst = os.stat(folder)
+            except OSError as err:
+                return f"the folder {folder} above {given} cannot be examined ({err.strerror})"
+            why = _others_can_write(dst, is_dir=True)
+            if why is not None:
+                return f"the folder {folder} above {given} {why}, so the file can be replaced"
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+    return None
+
+
+def check_config_location(config_file: str | Path, workspace: str | Path) -> None:
+    """Raise when ``config_file`` may not be used (see :func:`config_location_problem`).
+
+    Raises:
+        ConfigError: code ``config_unsafe``, naming the file, the problem and the fix.
+    """
+    problem = config_location_problem(config_file, workspace)
+    if problem is not None:
+        raise ConfigError(
+            f"--config: refused: {problem}; an operator config chooses the commands Flow runs, "
+            "so it must be a file only you can write, outside the workspace; fix: move it out "
+            "of the project (e.g. ~/.config/flow/<project>.toml) and chmod go-w it and its "
+            "folders",
+            code="config_unsafe",
+        )
