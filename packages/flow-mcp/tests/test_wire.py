@@ -629,3 +629,53 @@ def test_nvim_with_an_unusable_socket_exits_2(start_server: ServerFactory, tmp_p
     assert server.finish() == 2
     assert server.lines == []
     assert "editor bridge error" in server.stderr()
+
+
+def test_started_on_a_terminal_it_says_what_it_is_on_stderr(tmp_path: Path) -> None:
+    """A person who types ``flow-mcp`` sees what it is instead of a silent wait."""
+    import pty
+    import subprocess
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flow_mcp", "--workspace", str(workspace)],
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(tmp_path),
+    )
+    os.close(secondary)
+    try:
+        os.write(primary, b"\x04")  # Ctrl-D on the terminal: end of input, so it never hangs
+        assert proc.wait(timeout=DEADLINE_S) == 0
+        line = proc.stderr.readline() if proc.stderr else b""
+        assert b"this is an MCP server" in line
+        assert b"claude mcp add" in line
+        assert proc.stdout is not None and proc.stdout.read() == b""  # stdout stays protocol-only
+    finally:
+        os.close(primary)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_started_by_a_client_it_prints_no_hint(tmp_path: Path) -> None:
+    import subprocess
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "flow_mcp", "--workspace", str(workspace)],
+        input=b"",
+        capture_output=True,
+        env=server_env(tmp_path),
+        timeout=DEADLINE_S,
+        check=False,
+    )
+    assert proc.returncode == 0
+    assert b"MCP server" not in proc.stderr

@@ -1,4 +1,4 @@
-"""The click application: ``flow [status|check|run|tui|serve]``.
+"""The click application: ``flow [status|check|run|tui|serve|completion]``.
 
 Exit codes (seed: "Approve checks, then run"): 0 ok, 1 failed or unverified, 2 configuration or
 usage error, 130 interrupted. ``status``, ``check`` and ``run`` print exactly one JSON object on
@@ -138,7 +138,7 @@ def run(ctx: click.Context, /, task: str, **values: str | bool | None) -> int:
 @common_options
 @click.pass_context
 def tui(ctx: click.Context, /, **values: str | bool | None) -> int:
-    """Start the terminal UI (also what plain ``flow`` does)."""
+    """Start the terminal UI (also what plain `flow` does)."""
     from flow_cli._tui import run_tui
 
     return run_tui(collect(ctx, **values))
@@ -173,6 +173,24 @@ def serve(
     from flow_cli._serve import serve_mcp
 
     return serve_mcp(collect(ctx, **values), nvim=nvim, editor_timeout=editor_timeout)
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> int:
+    """Print the shell completion script for SHELL (bash, zsh or fish).
+
+    \b
+    bash: eval "$(flow completion bash)"   (e.g. in ~/.bashrc)
+    zsh:  eval "$(flow completion zsh)"    (e.g. in ~/.zshrc)
+    fish: flow completion fish > ~/.config/fish/completions/flow.fish
+    """
+    from click.shell_completion import get_completion_class
+
+    completer = get_completion_class(shell)
+    assert completer is not None  # the Choice above names only click's built-in shells
+    click.echo(completer(cli, {}, "flow", "_FLOW_COMPLETE").source())
+    return EXIT_OK
 
 
 def run_cli(argv: list[str]) -> int:

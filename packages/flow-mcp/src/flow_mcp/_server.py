@@ -210,6 +210,26 @@ def _connect_editor(options: ServerOptions, workspace: str | None) -> EditorBrid
     return bridge
 
 
+def _hint_when_typed_at() -> None:
+    """Say on stderr what this program is when a person started it on a terminal.
+
+    An MCP client starts ``flow-mcp`` with pipes; stdin being a terminal means somebody typed
+    the command, and a silent wait for JSON-RPC frames would look like a hang.
+    """
+    try:
+        typed_at = os.isatty(0)
+    except OSError:  # pragma: no cover - fd 0 closed
+        return
+    if typed_at:
+        _err(
+            "this is an MCP server: it speaks JSON-RPC 2.0 (one message per line) on stdin and "
+            "stdout and is started by an MCP client, not typed at. Register it with a client, "
+            "e.g. `claude mcp add --scope user flow -- /absolute/path/to/flow-mcp --workspace "
+            "/absolute/project --config /absolute/flow.toml` (flow-mcp README, 'Usage'). "
+            "Waiting for a client on stdin; Ctrl-D or Ctrl-C stops."
+        )
+
+
 def _take_over_stdio() -> tuple[int, int]:
     """Move stdin/stdout to private descriptors; fd 1 becomes stderr, fd 0 ``/dev/null``."""
     with contextlib.suppress(OSError, ValueError):
@@ -302,6 +322,7 @@ def run_server(
             return EXIT_USAGE
 
     if stdin_fd is None and stdout_fd is None:
+        _hint_when_typed_at()
         in_fd, out_fd = _take_over_stdio()
     else:
         in_fd = 0 if stdin_fd is None else stdin_fd
