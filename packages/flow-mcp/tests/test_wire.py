@@ -653,7 +653,8 @@ def test_started_on_a_terminal_it_says_what_it_is_on_stderr(tmp_path: Path) -> N
         line = proc.stderr.readline() if proc.stderr else b""
         assert b"this is an MCP server" in line
         assert b"claude mcp add" in line
-        assert proc.stdout is not None and proc.stdout.read() == b""  # stdout stays protocol-only
+        assert proc.stdout is not None
+        assert proc.stdout.read() == b""  # stdout stays protocol-only
     finally:
         os.close(primary)
         if proc.poll() is None:
