@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+
 def state_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
     """Flow's per-user state folder: ``$XDG_STATE_HOME/flow`` or ``~/.local/state/flow``.
 
