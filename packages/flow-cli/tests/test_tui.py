@@ -111,7 +111,7 @@ def test_plain_line_and_build_run_the_verified_workflow(
     assert "+    return a + b  # from the tui" in out  # the diff
     assert "check: passed" in out
     # /tools in a trusted session: the coder writes and runs the configured checks.
-    assert "list_files, read_file, search_text, write_file, edit_file, run_check" in out
+    assert "list_files, read_file, search_text, outline, write_file, edit_file, run_check" in out
     assert (workspace / "calc.py").read_text() == FIXED
     # Fresh role contexts: every task's planner starts from a system prompt and one task.
     planners = [

@@ -75,7 +75,7 @@ def test_ids_and_records(ws: Workspace) -> None:
 def test_read_write_round_trip_and_listing(ws: Workspace) -> None:
     b = box(ws)
     assert b.call("write_file", {"path": "src/m.py", "content": "x = 1\n"}).ok
-    assert b.call("read_file", {"path": "src/m.py"}).content == "x = 1\n"
+    assert b.call("read_file", {"path": "src/m.py"}).content == "src/m.py: lines 1-1 of 1\n1\tx = 1"
     assert b.call("list_files", {}).content == "src/m.py"
     assert b.call("list_files", {"path": "src"}).content == "src/m.py"
 
@@ -133,7 +133,13 @@ def test_edit_preserves_crlf_and_non_ascii_exactly(ws: Workspace) -> None:
     # A LF-only search does not match CRLF content: no newline translation, no fuzzy fallback.
     lf = b.call("edit_file", {"path": "w.py", "old_text": "keep = 2\nlast", "new_text": "x"})
     assert lf.error == "edit_no_match"
-    assert b.call("read_file", {"path": "w.py"}).content.startswith("ünïcode = '日本'\r\n")
+    shown = b.call("read_file", {"path": "w.py"}).content.splitlines()
+    assert (
+        shown[0]
+        == "w.py: lines 1-3 of 3 (CRLF line endings: each shown line ends with \\r\\n in the file)"
+    )
+    assert shown[1] == "1\tünïcode = '日本'"
+    assert "CRLF" in lf.content  # the no-match error says why
 
 
 def test_search_is_literal_bounded_and_prefixed(ws: Workspace) -> None:
@@ -141,10 +147,10 @@ def test_search_is_literal_bounded_and_prefixed(ws: Workspace) -> None:
     b.call("write_file", {"path": "a/x.py", "content": "foo.bar\nfooXbar\n"})
     b.call("write_file", {"path": "b/y.py", "content": "foo.bar\n"})
     out = b.call("search_text", {"query": "foo.bar"}).content
-    assert out.splitlines() == ["a/x.py:1: foo.bar", "b/y.py:1: foo.bar"]
-    assert b.call("search_text", {"query": "foo.bar", "path": "b"}).content == "b/y.py:1: foo.bar"
+    assert out.splitlines() == ["a/x.py:1:1: foo.bar", "b/y.py:1:1: foo.bar"]
+    assert b.call("search_text", {"query": "foo.bar", "path": "b"}).content == "b/y.py:1:1: foo.bar"
     capped = b.call("search_text", {"query": "foo", "max_matches": 1}).content
-    assert capped.splitlines()[0] == "a/x.py:1: foo.bar"
+    assert capped.splitlines()[0] == "a/x.py:1:1: foo.bar"
     assert "stopped at 1" in capped
 
 
@@ -153,9 +159,9 @@ def test_tool_output_is_capped(ws: Workspace) -> None:
     out = box(ws).call("read_file", {"path": "big.txt"})
     assert out.ok
     assert len(out.content) < MAX_TOOL_OUTPUT_CHARS + 200
-    assert "start_line=" in out.content
+    assert "start_line=251" in out.content
     more = box(ws).call("read_file", {"path": "big.txt", "start_line": 19_999})
-    assert more.content == "line\nline\n"
+    assert more.content == "big.txt: lines 19999-20000 of 20000\n19999\tline\n20000\tline"
 
 
 def test_write_over_size_limit_is_refused(ws: Workspace) -> None:
@@ -261,7 +267,7 @@ def test_file_io_goes_through_the_editor_and_never_falls_back(ws: Workspace) -> 
     Path(ws.root, "e.py").write_text("on disk\n")
     ed = FakeEditor()
     b = box(ws, editor=ed, editor_schemas=ed.tool_schemas())
-    assert b.call("read_file", {"path": "e.py"}).content == "x = 1\r\n"
+    assert b.call("read_file", {"path": "e.py"}).content.splitlines()[1] == "1\tx = 1"
     assert b.call("edit_file", {"path": "e.py", "old_text": "1", "new_text": "2"}).ok
     assert ed.files["e.py"] == "x = 2\r\n"
     assert Path(ws.root, "e.py").read_text() == "on disk\n"  # the bridge owns the write

@@ -60,6 +60,10 @@ _FLOW_CODES: dict[str, str] = {
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
     "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
     "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
+    "search_bad_regex": "search_text's query is not a valid Python regular expression; fix "
+    "it or search literally (regex false)",
+    "search_timeout": "search_text's regular expression ran past its time bound (seconds) and "
+    "its process was killed; simplify the pattern or search literally",
     # the runtime (run/_runtime.py)
     "no_checks": "no named checks are configured, so nothing can be verified; add a "
     "[checks.NAME] table",

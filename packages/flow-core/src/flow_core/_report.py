@@ -121,14 +121,23 @@ class RoleUsage(_Model):
 
 
 class ToolCallRecord(_Model):
-    """One tool call, with the id Flow gave it."""
+    """One tool call, with the id Flow gave it, its arguments and, when it failed, why."""
 
     id: str
     role: str
     name: str
     ok: bool
     error: str | None = Field(default=None, description="stable error code when not ok")
+    message: str | None = Field(
+        default=None, description="the error message the model was sent, when not ok"
+    )
     cycle: int | None = None
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the call's arguments as the model sent them; a string longer than 200 "
+        "characters is cut and ends with '… [N chars]' (N: its full length), invalid Unicode "
+        "is replaced by U+FFFD",
+    )
 
 
 class Budget(_Model):

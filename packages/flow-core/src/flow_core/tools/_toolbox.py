@@ -4,8 +4,8 @@ Source: the seed's "Trust and security" and DESIGN.md ("flow-core → Tools").
 
 Role sets:
 
-* planner and reviewer: ``list_files``, ``read_file``, ``search_text`` and the editor's
-  read-only tools (never ``editor_lint``/``editor_check``);
+* planner and reviewer: ``list_files``, ``read_file``, ``search_text``, ``outline`` and the
+  editor's read-only tools (never ``editor_lint``/``editor_check``);
 * coder: those plus ``write_file`` (whole file), ``edit_file`` (exact search-and-replace),
   ``run_check`` (a configured check *name*; the model picks nothing else) and the editor's
   lint/check tools.
@@ -13,7 +13,14 @@ Role sets:
 There is no delete, no shell and no way for the model to choose an executable, an argument, a
 working directory or an environment. Every call gets an id (``tc-0001``...) and a
 ``ToolCallRecord``; a failed call returns a clear message to the model, costs budget, and
-records a stable error code. Tool output is capped (``MAX_TOOL_OUTPUT_CHARS``).
+records a stable error code, the call's arguments (capped, ``tools._record``) and the error
+message. Tool output is capped (``MAX_TOOL_OUTPUT_CHARS``).
+
+Navigation fits small context windows: ``read_file`` shows a numbered window with the file's
+line count and a hint that always advances (``tools._read``), ``search_text`` finds literal
+strings or bounded regular expressions with context (``tools._search``), ``outline`` lists a
+file's definitions with their line ranges (``tools._outline``). Every line number is the one
+``grep -n`` prints for the file (``tools._lines``).
 
 When an editor bridge is attached, ``read_file``/``write_file``/``edit_file`` go through its
 buffer-aware I/O after Flow's own checks (path validation, protected config, size, trust, role);
@@ -30,6 +37,17 @@ from typing import Any
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
+from flow_core.tools._edit import ambiguous_message, match_lines, no_match_message
+from flow_core.tools._outline import render_outline
+from flow_core.tools._read import ReadError, read_window
+from flow_core.tools._record import capped_arguments, invalid_unicode_at
+from flow_core.tools._search import (
+    MAX_CONTEXT_LINES,
+    MAX_SEARCH_BYTES,
+    MAX_SEARCH_MATCHES,
+    SearchError,
+    search,
+)
 from flow_core.verify._toolfiles import protected_reason
 from flow_safeio import ProtectedPathError, SafeIOError, Workspace, validate_path
 
@@ -50,11 +68,12 @@ FILE_TOOL_NAMES: tuple[str, ...] = (
     "list_files",
     "read_file",
     "search_text",
+    "outline",
     "write_file",
     "edit_file",
 )
 #: Tools every role gets.
-READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("list_files", "read_file", "search_text")
+READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("list_files", "read_file", "search_text", "outline")
 #: Editor tools Flow accepts from the bridge (seed: "Rose integration").
 EDITOR_TOOL_NAMES: tuple[str, ...] = (
     "editor_context",
@@ -70,13 +89,8 @@ _EDITOR_CODER_ONLY = frozenset({"editor_lint", "editor_check"})
 
 #: Characters of one tool result sent back to the model.
 MAX_TOOL_OUTPUT_CHARS = 24_000
-#: Most matches ``search_text`` returns.
-MAX_SEARCH_MATCHES = 50
-#: Most bytes ``search_text`` reads across all files in one call.
-MAX_SEARCH_BYTES = 4 * 1024 * 1024
 #: Most entries ``list_files`` returns.
 MAX_LIST_ENTRIES = 500
-_MAX_LINE_CHARS = 300
 
 
 class ToolError(Exception):
@@ -159,19 +173,48 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "read_file": _function(
         "read_file",
-        "Read a UTF-8 text file. Long files are cut; pass start_line to read further.",
-        {"path": _PATH, "start_line": {"type": "integer", "minimum": 1}},
+        "Read numbered lines of a UTF-8 text file (at most 250 lines per call). The reply "
+        "gives the total line count and, when the file goes on, the start_line to read next. "
+        "Use search_text or outline first, then read only the lines you need.",
+        {
+            "path": _PATH,
+            "start_line": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
+            "end_line": {"type": "integer", "minimum": 1, "description": "last line, inclusive"},
+            "start_col": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "first column of start_line, for the rest of a very long line",
+            },
+        },
         ["path"],
     ),
     "search_text": _function(
         "search_text",
-        "Find lines containing a literal substring (case-sensitive) in workspace files.",
+        "Find lines matching a query in workspace files; each match is PATH:LINE:COL: TEXT.",
         {
             "query": {"type": "string", "minLength": 1},
-            "path": {"type": "string", "description": "only files under this relative directory"},
+            "regex": {
+                "type": "boolean",
+                "description": "treat query as a Python regular expression (default: literal)",
+            },
+            "ignore_case": {"type": "boolean"},
+            "context": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_CONTEXT_LINES,
+                "description": "lines shown before and after each match",
+            },
+            "path": {"type": "string", "description": "only files under this relative path"},
             "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_MATCHES},
         },
         ["query"],
+    ),
+    "outline": _function(
+        "outline",
+        "List a file's definitions (classes, functions, methods; headings in Markdown) with "
+        "their line ranges, to read one with read_file start_line/end_line.",
+        {"path": _PATH},
+        ["path"],
     ),
     "write_file": _function(
         "write_file",
@@ -208,9 +251,41 @@ def _str_arg(args: Mapping[str, Any], key: str, *, default: str | None = None) -
 
 def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
     value = args.get(key, default)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ToolError("tool_invalid_arguments", f"argument {key!r} must be an integer")
     return value
+
+
+def _opt_int_arg(args: Mapping[str, Any], key: str) -> int | None:
+    return None if args.get(key) is None else _int_arg(args, key, 0)
+
+
+def _bool_arg(args: Mapping[str, Any], key: str) -> bool:
+    value = args.get(key, False)
+    if not isinstance(value, bool):
+        raise ToolError("tool_invalid_arguments", f"argument {key!r} must be true or false")
+    return value
+
+
+def _check_unicode(value: Any, where: str, depth: int = 0) -> None:
+    """Refuse arguments holding a lone surrogate: such text cannot be written or encoded."""
+    if isinstance(value, str):
+        at = invalid_unicode_at(value)
+        if at is not None:
+            raise ToolError(
+                "tool_invalid_arguments",
+                f"argument {where} holds invalid Unicode (a lone surrogate at character {at}); "
+                "send valid UTF-8 text",
+            )
+    elif depth < 8 and isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_unicode(key, where, depth + 1)
+            _check_unicode(item, f"{where}[{key!r}]" if depth else repr(key), depth + 1)
+    elif depth < 8 and isinstance(value, list | tuple):
+        for item in value:
+            _check_unicode(item, where, depth + 1)
 
 
 class ToolBox:
@@ -258,6 +333,7 @@ class ToolBox:
             "list_files": self._list_files,
             "read_file": self._read_file,
             "search_text": self._search_text,
+            "outline": self._outline,
         }
         schemas = [_SCHEMAS[n] for n in READ_ONLY_TOOL_NAMES]
         if writes:
@@ -303,13 +379,22 @@ class ToolBox:
 
     # -- dispatch -------------------------------------------------------------------------------
 
-    def refuse(self, name: str, code: str, message: str) -> ToolOutcome:
+    def refuse(
+        self, name: str, code: str, message: str, arguments: Mapping[str, Any] | None = None
+    ) -> ToolOutcome:
         """Record a call the host refused without running it (e.g. budget spent)."""
         call_id = self.ledger.next_id()
         self.ledger.refused += 1
         self.ledger.records.append(
             ToolCallRecord(
-                id=call_id, role=self.role, name=name, ok=False, error=code, cycle=self.cycle
+                id=call_id,
+                role=self.role,
+                name=name,
+                ok=False,
+                error=code,
+                message=message,
+                cycle=self.cycle,
+                arguments={} if arguments is None else capped_arguments(arguments),
             )
         )
         return ToolOutcome(id=call_id, ok=False, content=f"error ({code}): {message}", error=code)
@@ -319,18 +404,25 @@ class ToolBox:
         call_id = self.ledger.next_id()
         handler = self._handlers.get(name)
         outcome: ToolOutcome
+        message: str | None = None
         try:
             if handler is None:
                 raise ToolError("tool_unknown", f"no tool named {name!r} for the {self.role}")
             if not isinstance(arguments, Mapping):
                 raise ToolError("tool_invalid_arguments", "arguments must be a JSON object")
+            _check_unicode(arguments, "arguments")
             result = handler(arguments)
-        except ToolError as err:
-            outcome = ToolOutcome(call_id, False, f"error ({err.code}): {err.message}", err.code)
+        except (ToolError, SearchError) as err:
+            code, message = err.code, err.message
         except SafeIOError as err:
-            outcome = ToolOutcome(call_id, False, f"error ({err.code}): {err}", err.code)
+            code, message = err.code, str(err)
         except EditorError as err:
-            outcome = ToolOutcome(call_id, False, f"error ({err.code}): {err.message}", err.code)
+            code, message = err.code, err.message
+        except (UnicodeError, ValueError) as err:
+            # Text the model sent that no layer below could take (an odd code point in a
+            # path, an embedded NUL): the model's mistake, never a crash of the run.
+            code = "tool_invalid_arguments"
+            message = f"the arguments could not be used ({type(err).__name__}); fix them"
         else:
             if isinstance(result, ToolOutcome):
                 outcome = ToolOutcome(
@@ -338,6 +430,10 @@ class ToolBox:
                 )
             else:
                 outcome = ToolOutcome(call_id, True, _cap(result))
+        if message is not None:
+            outcome = ToolOutcome(call_id, False, _cap(f"error ({code}): {message}"), code)
+        elif not outcome.ok:
+            message = outcome.content.splitlines()[0] if outcome.content else None
         self.ledger.records.append(
             ToolCallRecord(
                 id=call_id,
@@ -345,7 +441,9 @@ class ToolBox:
                 name=name,
                 ok=outcome.ok,
                 error=outcome.error,
+                message=message,
                 cycle=self.cycle,
+                arguments=capped_arguments(arguments),
             )
         )
         return outcome
@@ -420,56 +518,34 @@ class ToolBox:
     def _read_file(self, args: Mapping[str, Any]) -> str:
         rel = self._file_path(args)
         start = _int_arg(args, "start_line", 1)
-        if start < 1:
-            raise ToolError("tool_invalid_arguments", "start_line must be >= 1")
+        end = _opt_int_arg(args, "end_line")
+        col = _int_arg(args, "start_col", 1)
         text = self._read_text(rel)
-        if start > 1:
-            lines = text.splitlines(keepends=True)
-            if start > len(lines):
-                return f"[{rel} has only {len(lines)} lines]"
-            text = "".join(lines[start - 1 :])
-        room = MAX_TOOL_OUTPUT_CHARS - 100  # leave room for the note below
-        if len(text) > room:
-            shown = text[:room]
-            next_line = start + shown.count("\n")
-            return shown + f"\n[cut: read again with start_line={next_line} for the rest]"
-        return text
+        try:
+            return read_window(rel, text, start_line=start, end_line=end, start_col=col)
+        except ReadError as err:
+            raise ToolError("tool_invalid_arguments", str(err)) from err
 
     def _search_text(self, args: Mapping[str, Any]) -> str:
         query = _str_arg(args, "query")
-        if not query:
-            raise ToolError("tool_invalid_arguments", "query must not be empty")
         prefix = self._path(args, default="")
         limit = min(_int_arg(args, "max_matches", MAX_SEARCH_MATCHES), MAX_SEARCH_MATCHES)
-        if limit < 1:
-            raise ToolError("tool_invalid_arguments", "max_matches must be >= 1")
-        matches: list[str] = []
-        scanned = 0
-        note = ""
-        for path in self.workspace.walk(prefix):
-            if len(matches) >= limit:
-                note = f"[stopped at {limit} matches]"
-                break
-            if scanned >= MAX_SEARCH_BYTES:
-                note = f"[stopped after scanning {MAX_SEARCH_BYTES} bytes]"
-                break
-            try:
-                data = self.workspace.read_bytes(path)
-            except SafeIOError:
-                continue
-            scanned += len(data)
-            if b"\0" in data[:8192]:
-                continue
-            text = data.decode("utf-8", errors="replace")
-            if query not in text:
-                continue
-            for number, line in enumerate(text.splitlines(), 1):
-                if query in line:
-                    matches.append(f"{path}:{number}: {line[:_MAX_LINE_CHARS]}")
-                    if len(matches) >= limit:
-                        break
-        out = "\n".join(matches) if matches else "(no matches)"
-        return out + ("\n" + note if note else "")
+        context = _int_arg(args, "context", 0)
+        if limit < 1 or context < 0:
+            raise ToolError("tool_invalid_arguments", "max_matches >= 1 and context >= 0")
+        return search(
+            self.workspace.walk(prefix),
+            self.workspace.read_bytes,
+            query,
+            regex=_bool_arg(args, "regex"),
+            ignore_case=_bool_arg(args, "ignore_case"),
+            context=context,
+            limit=limit,
+        )
+
+    def _outline(self, args: Mapping[str, Any]) -> str:
+        rel = self._file_path(args)
+        return render_outline(rel, self._read_text(rel))
 
     # -- coder tools ----------------------------------------------------------------------------
 
@@ -486,21 +562,13 @@ class ToolBox:
         if not old:
             raise ToolError("tool_invalid_arguments", "old_text must not be empty")
         text = self._read_text(rel)
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(
-                "edit_no_match",
-                f"old_text was not found in {rel} (0 matches); it must match exactly, "
-                "including whitespace and line endings. Read the file and try again.",
-            )
-        if count > 1:
-            raise ToolError(
-                "edit_ambiguous",
-                f"old_text occurs {count} times in {rel}; exactly one match is required. "
-                "Include more surrounding lines.",
-            )
+        found = match_lines(text, old)
+        if not found:
+            raise ToolError("edit_no_match", no_match_message(rel, text, old))
+        if len(found) > 1:
+            raise ToolError("edit_ambiguous", ambiguous_message(rel, found))
         self._write_text(rel, text.replace(old, new, 1))
-        return f"edited {rel} (1 replacement)"
+        return f"edited {rel} (1 replacement at line {found[0]})"
 
     def _run_named_check(self, args: Mapping[str, Any]) -> ToolOutcome:
         name = _str_arg(args, "name")

@@ -1,0 +1,74 @@
+"""What a tool call leaves in the report: its arguments, capped, and safe to serialise.
+
+A model's arguments can be megabytes (a whole file's ``content``) and can hold text that is
+not valid Unicode (a lone UTF-16 surrogate such as ``\\ud83d``). The report keeps every
+argument, with each string longer than ``MAX_ARGUMENT_CHARS`` cut and marked
+``… [N chars]``, lone surrogates replaced by U+FFFD, and containers capped in depth and
+length, so the report always serialises as JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["MAX_ARGUMENT_CHARS", "capped_arguments", "clean_text", "invalid_unicode_at"]
+
+#: Longest string argument kept in the report (characters); longer ones are cut and marked.
+MAX_ARGUMENT_CHARS = 200
+_MAX_ITEMS = 20
+_MAX_DEPTH = 4
+
+
+def invalid_unicode_at(text: str) -> int | None:
+    """The index of the first lone surrogate in ``text`` (not encodable as UTF-8), else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return err.start
+    return None
+
+
+def clean_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD (valid UTF-8 afterwards)."""
+    if invalid_unicode_at(text) is None:
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+_clean = clean_text
+
+
+def _cap(value: Any, depth: int) -> Any:
+    if isinstance(value, str):
+        text = _clean(value)
+        if len(text) > MAX_ARGUMENT_CHARS:
+            return text[:MAX_ARGUMENT_CHARS] + f"… [{len(text)} chars]"
+        return text
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if depth >= _MAX_DEPTH:
+        return "[nested too deeply]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {_cap(str(k), depth + 1): _cap(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
+        if len(items) > _MAX_ITEMS:
+            out["…"] = f"[{len(items) - _MAX_ITEMS} more keys]"
+        return out
+    if isinstance(value, list | tuple):
+        seq = [_cap(v, depth + 1) for v in value[:_MAX_ITEMS]]
+        if len(value) > _MAX_ITEMS:
+            seq.append(f"[{len(value) - _MAX_ITEMS} more items]")
+        return seq
+    return _cap(repr(value), depth)
+
+
+def capped_arguments(arguments: Any) -> dict[str, Any]:
+    """The report's copy of a call's arguments (a ``dict`` even for non-object input)."""
+    if isinstance(arguments, dict):
+        capped = _cap(arguments, 0)
+        assert isinstance(capped, dict)
+        return capped
+    return {"(not an object)": _cap(arguments, 1)}
