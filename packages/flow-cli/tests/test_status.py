@@ -185,3 +185,23 @@ def test_status_summary_line_on_a_terminal_stderr(env, workspace: Path, tmp_path
     import json
 
     assert json.loads(out.read_text())["status"] == "ok"
+
+
+@pytest.mark.parametrize("redirect", ["0<&-", "2>&-"])
+def test_status_with_a_standard_descriptor_closed_prints_one_report(
+    env, workspace: Path, redirect: str
+) -> None:
+    import json
+    import subprocess
+
+    launch = f'exec "$0" -m flow_cli status --workspace "$1" {redirect}'
+    proc = subprocess.run(
+        ["sh", "-c", launch, sys.executable, str(workspace)],
+        capture_output=True,
+        env=env.vars,
+        cwd=env.home,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["kind"] == "status"

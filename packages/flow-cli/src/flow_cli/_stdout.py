@@ -1,17 +1,21 @@
 """Stdout discipline for ``flow status|check|run``: exactly one JSON object on stdout.
 
-While a command runs, file descriptor 1 is pointed at stderr (``dup2``), so anything a check,
-a library or a C extension prints lands on stderr. The final JSON goes to a saved duplicate of
-the real stdout descriptor. Redirecting at the descriptor level (not only ``sys.stdout``)
-also covers child processes and native code.
+While a command runs, stdout is taken over with ``flow_core.StdioTakeover``: descriptor 1
+points at stderr, so anything a check, a library or a C extension prints lands there, and the
+final JSON goes to the private (close-on-exec, above descriptor 2) copy of the real stdout.
+Redirecting at the descriptor level (not only ``sys.stdout``) also covers child processes
+and native code.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from flow_core import StdioTakeover
 
 
 class StdoutGuard:
@@ -25,12 +29,12 @@ class StdoutGuard:
     emitted = False
 
     def __init__(self) -> None:
-        self._saved: int | None = None
+        self._stdio: StdioTakeover | None = None
 
     def __enter__(self) -> StdoutGuard:
-        _flush_stdout()
-        self._saved = os.dup(1)
-        os.dup2(2, 1)
+        from flow_core import StdioTakeover
+
+        self._stdio = StdioTakeover().__enter__()
         return self
 
     def emit(self, text: str) -> None:
@@ -39,9 +43,8 @@ class StdoutGuard:
         Args:
             text: the JSON document (one line).
         """
-        _flush_stdout()
         StdoutGuard.emitted = True
-        fd = self._saved if self._saved is not None else 1
+        fd = self._stdio.stdout_fd if self._stdio is not None else 1
         view = memoryview((text + "\n").encode("utf-8"))
         with contextlib.suppress(BrokenPipeError):
             while view:
@@ -54,15 +57,6 @@ class StdoutGuard:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        _flush_stdout()
-        if self._saved is not None:
-            os.dup2(self._saved, 1)
-            os.close(self._saved)
-            self._saved = None
-
-
-def _flush_stdout() -> None:
-    stream = sys.stdout
-    if stream is not None:
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+        if self._stdio is not None:
+            self._stdio.__exit__(exc_type, exc, tb)
+            self._stdio = None

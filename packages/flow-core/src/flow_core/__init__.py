@@ -47,6 +47,7 @@ from flow_core._report import (
     Verification,
     report_json_schema,
 )
+from flow_core._stdio import StdioTakeover
 from flow_core.config import (
     AgentConfig,
     CheckConfig,
@@ -139,6 +140,7 @@ __all__ = [
     "ScriptedBackend",
     "ScriptedReply",
     "ScriptedRequest",
+    "StdioTakeover",
     "Timings",
     "ToolCall",
     "ToolCallRecord",

@@ -15,17 +15,18 @@ fails to start); ``130`` interrupted by SIGINT (Ctrl-C) or SIGTERM, the code eve
 entry point uses for an interrupted session (seed: "Approve checks, then run", exit codes).
 
 Stdout is protocol only (MCP 2025-11-25, "Basic > Transports > stdio": the server must not
-write anything else there). :func:`run_server` therefore moves the real stdout to a private,
-close-on-exec descriptor used only for frames, points descriptor 1 at stderr, and sets
-``sys.stdout`` to ``sys.stderr``: a check's output, a library's print or a stray ``print()``
-lands on stderr. Stdin is moved the same way and descriptor 0 becomes ``/dev/null``, so no
-child process can read the client's messages.
+write anything else there). :func:`run_server` therefore takes over stdin and stdout with
+``flow_core.StdioTakeover`` for the whole session: the real stdout and stdin move to private
+close-on-exec descriptors above 2 used only for frames, descriptor 1 writes to stderr and
+descriptor 0 reads ``/dev/null`` (a check's output or a stray ``print()`` lands on stderr; no
+child process can read the client's messages), and all is put back on return. Started with
+stdin closed, the server reads end-of-file and exits 0; with stdout closed it serves nothing
+and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import os
 import signal
@@ -43,7 +44,9 @@ from flow_core import (  # the EDITOR_TIMEOUT_* range is flow-core's; re-exporte
     ConfigError,
     EditorBridge,
     FlowError,
+    LoadedConfig,
     Runtime,
+    StdioTakeover,
     kill_all_process_groups,
     load_config,
 )
@@ -230,22 +233,6 @@ def _hint_when_typed_at() -> None:
         )
 
 
-def _take_over_stdio() -> tuple[int, int]:
-    """Move stdin/stdout to private descriptors; fd 1 becomes stderr, fd 0 ``/dev/null``."""
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-    out_fd = os.dup(1)  # os.dup gives a non-inheritable descriptor: children never see it
-    in_fd = os.dup(0)
-    os.dup2(2, 1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-    finally:
-        os.close(null)
-    sys.stdout = sys.stderr
-    return in_fd, out_fd
-
-
 class _Stop:
     """Signal bookkeeping: the first SIGINT/SIGTERM interrupts the request in progress.
 
@@ -321,13 +308,47 @@ def run_server(
             _err(f"editor bridge error: {type(err).__name__}: {err}")
             return EXIT_USAGE
 
-    if stdin_fd is None and stdout_fd is None:
-        _hint_when_typed_at()
-        in_fd, out_fd = _take_over_stdio()
-    else:
+    if stdin_fd is not None or stdout_fd is not None:
         in_fd = 0 if stdin_fd is None else stdin_fd
         out_fd = 1 if stdout_fd is None else stdout_fd
+        return _serve(
+            options,
+            loaded,
+            bridge,
+            workspace=workspace,
+            in_fd=in_fd,
+            out_fd=out_fd,
+            handle_signals=handle_signals,
+        )
+    _hint_when_typed_at()
+    with StdioTakeover(stdin=True) as stdio:
+        if 1 in stdio.closed_at_start:
+            _err("stdout is closed, so no reply could reach the client; nothing was served")
+            if bridge is not None:
+                _quietly("closing the editor bridge", bridge.close)
+            return EXIT_USAGE
+        return _serve(
+            options,
+            loaded,
+            bridge,
+            workspace=workspace,
+            in_fd=stdio.stdin_fd,
+            out_fd=stdio.stdout_fd,
+            handle_signals=handle_signals,
+        )
 
+
+def _serve(
+    options: ServerOptions,
+    loaded: LoadedConfig,
+    bridge: EditorBridge | None,
+    *,
+    workspace: str | None,
+    in_fd: int,
+    out_fd: int,
+    handle_signals: bool,
+) -> int:
+    """Build the runtime and serve one session on ``in_fd``/``out_fd`` (see run_server)."""
     writer = FrameWriter(out_fd)
     relay = ProgressRelay(writer.send)
     try:
