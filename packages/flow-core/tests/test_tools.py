@@ -17,7 +17,7 @@ from flow_core import (
     EditorFreshness,
     EditorLintResult,
 )
-from flow_core.tools._toolbox import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolLedger
+from flow_core.tools import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolLedger
 from flow_safeio import Workspace
 
 

@@ -251,18 +251,19 @@ class Tui:
             self.console.print("[dim]Read-only session: the coder gets no write or check tools.[/]")
 
     def _tools(self, runtime: Runtime) -> dict[str, list[str]]:
-        """Tool names per role, from flow-core's published role sets (DESIGN.md: "Tools").
+        """Tool names per role, from flow-core's one role → toolset rule (``role_tools``).
 
         Planner and reviewer read; the coder also writes and runs configured checks, but only
         in a trusted session. Editor tools appear only with ``flow serve --nvim``.
         """
-        from flow_core import FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+        from flow_core import ROLES, role_tools
 
-        readers = list(READ_ONLY_TOOL_NAMES)
-        coder = list(FILE_TOOL_NAMES) if self.opts.trusted else list(readers)
-        if self.opts.trusted and runtime.config.checks:
-            coder.append("run_check")
-        return {"planner": readers, "coder": coder, "reviewer": readers}
+        return {
+            role: list(
+                role_tools(role, trusted=self.opts.trusted, has_checks=bool(runtime.config.checks))
+            )
+            for role in ROLES
+        }
 
     def _installed(self) -> list[str] | None:
         from flow_core import BackendError

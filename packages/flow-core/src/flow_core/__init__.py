@@ -71,7 +71,7 @@ from flow_core.models._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, 
 from flow_core.models.openai import OpenAIBackend
 from flow_core.run import REVIEW_SCHEMA, Runtime
 from flow_core.skills import list_skills, load_skill
-from flow_core.tools import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES
+from flow_core.tools import EDITOR_TOOL_NAMES, FILE_TOOL_NAMES, READ_ONLY_TOOL_NAMES, role_tools
 from flow_core.verify import (
     GateFacts,
     evaluate_gate,
@@ -156,6 +156,7 @@ __all__ = [
     "make_backend",
     "parse_reply",
     "report_json_schema",
+    "role_tools",
     "run_check",
     "user_config_path",
 ]

@@ -22,6 +22,7 @@ from flow_core import (
     EditorFreshness,
     EditorLintResult,
     Role,
+    role_tools,
 )
 from flow_rose._connection import Connection
 from flow_rose._errors import editor_error
@@ -42,8 +43,12 @@ EDITOR_TOOLS: Final[frozenset[str]] = frozenset(EDITOR_TOOL_NAMES)
 flow-core owns the list (``flow_core.EDITOR_TOOL_NAMES``), so the runtime and the bridge can
 never disagree about it."""
 
-READ_ONLY_EDITOR_TOOLS: Final[frozenset[str]] = EDITOR_TOOLS - {"editor_lint", "editor_check"}
-"""The allowlisted tools the planner and reviewer get; the coder also gets lint and check."""
+READ_ONLY_EDITOR_TOOLS: Final[frozenset[str]] = (
+    frozenset(role_tools("reviewer", trusted=False, editor_tools=EDITOR_TOOL_NAMES)) & EDITOR_TOOLS
+)
+"""The allowlisted tools the planner and reviewer get; the coder also gets lint and check.
+
+Derived from flow-core's one role → toolset rule (``flow_core.role_tools``)."""
 
 _FILE_TOOLS: Final = frozenset({"file_read", "file_write"})
 _REFUSAL_CODES: Final = frozenset({"modified", "readonly"})
@@ -257,9 +262,12 @@ class RoseBridge:
 
         Args:
             role: planner and reviewer get only the read-only tools; the coder also gets
-                editor_lint and editor_check.
+                editor_lint and editor_check (``flow_core.role_tools`` for a trusted session:
+                Flow's own toolset narrows an untrusted coder further).
         """
-        return [s for s in self.tool_schemas() if role == "coder" or s["readOnly"]]
+        schemas = self.tool_schemas()
+        allowed = role_tools(role, trusted=True, editor_tools=[s["name"] for s in schemas])
+        return [s for s in schemas if s["name"] in allowed]
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any], *, role: Role | None = None
@@ -289,7 +297,7 @@ class RoseBridge:
             raise editor_error("editor_tool_unknown", f"{name!r} is not an allowed editor tool")
         if name not in self._schemas:
             raise editor_error("editor_tool_unknown", f"Rose did not offer {name} at attach")
-        if role is not None and role != "coder" and name not in READ_ONLY_EDITOR_TOOLS:
+        if role is not None and name not in role_tools(role, trusted=True, editor_tools=(name,)):
             raise editor_error(
                 "editor_tool_denied", f"the {role} role is read-only and cannot call {name}"
             )

@@ -1,19 +1,21 @@
-"""File tools for the model, and which tools each role gets."""
+"""File tools for the model, and which tools each role gets (``role_tools``)."""
 
-from flow_core.tools._toolbox import (
+from flow_core.tools._policy import (
     EDITOR_TOOL_NAMES,
     FILE_TOOL_NAMES,
-    MAX_TOOL_OUTPUT_CHARS,
+    READ_ONLY_EDITOR_TOOL_NAMES,
     READ_ONLY_TOOL_NAMES,
-    ToolBox,
-    ToolLedger,
+    role_tools,
 )
+from flow_core.tools._toolbox import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolLedger
 
 __all__ = [
     "EDITOR_TOOL_NAMES",
     "FILE_TOOL_NAMES",
     "MAX_TOOL_OUTPUT_CHARS",
+    "READ_ONLY_EDITOR_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
     "ToolBox",
     "ToolLedger",
+    "role_tools",
 ]

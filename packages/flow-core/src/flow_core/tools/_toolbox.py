@@ -2,13 +2,11 @@
 
 Source: the seed's "Trust and security" and DESIGN.md ("flow-core → Tools").
 
-Role sets:
-
-* planner and reviewer: ``list_files``, ``read_file``, ``search_text``, ``outline`` and the
-  editor's read-only tools (never ``editor_lint``/``editor_check``);
-* coder: those plus ``write_file`` (whole file), ``edit_file`` (exact search-and-replace),
-  ``run_check`` (a configured check *name*; the model picks nothing else) and the editor's
-  lint/check tools.
+Which role gets which tool is decided in one place, ``flow_core.tools._policy.role_tools``:
+readers get ``list_files``, ``read_file``, ``search_text``, ``outline`` and the editor's
+read-only tools; a trusted coder also gets ``write_file`` (whole file), ``edit_file`` (exact
+search-and-replace), ``run_check`` (a configured check *name*; the model picks nothing else)
+and the editor's lint/check tools.
 
 There is no delete, no shell and no way for the model to choose an executable, an argument, a
 working directory or an environment. Every call gets an id (``tc-0001``...) and a
@@ -39,6 +37,7 @@ from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
 from flow_core.tools._edit import ambiguous_message, match_lines, no_match_message
 from flow_core.tools._outline import render_outline
+from flow_core.tools._policy import role_tools
 from flow_core.tools._read import ReadError, read_window
 from flow_core.tools._record import capped_arguments, invalid_unicode_at
 from flow_core.tools._search import (
@@ -52,40 +51,14 @@ from flow_core.verify._toolfiles import protected_reason
 from flow_safeio import ProtectedPathError, SafeIOError, Workspace, validate_path
 
 __all__ = [
-    "EDITOR_TOOL_NAMES",
-    "FILE_TOOL_NAMES",
     "MAX_SEARCH_BYTES",
     "MAX_SEARCH_MATCHES",
     "MAX_TOOL_OUTPUT_CHARS",
-    "READ_ONLY_TOOL_NAMES",
     "ToolBox",
     "ToolLedger",
     "ToolOutcome",
 ]
 
-#: Flow's own file tools, in the order the coder sees them.
-FILE_TOOL_NAMES: tuple[str, ...] = (
-    "list_files",
-    "read_file",
-    "search_text",
-    "outline",
-    "write_file",
-    "edit_file",
-)
-#: Tools every role gets.
-READ_ONLY_TOOL_NAMES: tuple[str, ...] = ("list_files", "read_file", "search_text", "outline")
-#: Editor tools Flow accepts from the bridge (seed: "Rose integration").
-EDITOR_TOOL_NAMES: tuple[str, ...] = (
-    "editor_context",
-    "editor_diagnostics",
-    "editor_symbols",
-    "editor_references",
-    "editor_lint",
-    "editor_check",
-    "editor_scip",
-    "editor_debug",
-)
-_EDITOR_CODER_ONLY = frozenset({"editor_lint", "editor_check"})
 
 #: Characters of one tool result sent back to the model.
 MAX_TOOL_OUTPUT_CHARS = 24_000
@@ -288,6 +261,19 @@ def _check_unicode(value: Any, where: str, depth: int = 0) -> None:
             _check_unicode(item, where, depth + 1)
 
 
+def _editor_function(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """An editor tool's schema (``{"name", "description", "inputSchema"}``) as a function."""
+    params = spec.get("inputSchema") or {"type": "object", "properties": {}}
+    return {
+        "type": "function",
+        "function": {
+            "name": str(spec["name"]),
+            "description": str(spec.get("description", "")),
+            "parameters": dict(params),
+        },
+    }
+
+
 class ToolBox:
     """The tools of one role in one run.
 
@@ -328,54 +314,46 @@ class ToolBox:
         self._run_check = run_check
         self._before_write = before_write
         self._check_names = tuple(check_names)
-        writes = role == "coder" and trusted
-        handlers: dict[str, Callable[[Mapping[str, Any]], ToolOutcome | str]] = {
+        specs: dict[str, Mapping[str, Any]] = {}
+        for spec in editor_schemas if editor is not None else ():
+            specs.setdefault(str(spec.get("name", "")), spec)
+        granted = role_tools(
+            role,
+            trusted=trusted,
+            has_checks=bool(self._check_names) and run_check is not None,
+            editor_tools=specs,
+        )
+        own: dict[str, Callable[[Mapping[str, Any]], ToolOutcome | str]] = {
             "list_files": self._list_files,
             "read_file": self._read_file,
             "search_text": self._search_text,
             "outline": self._outline,
+            "write_file": self._write_file,
+            "edit_file": self._edit_file,
+            "run_check": self._run_named_check,
         }
-        schemas = [_SCHEMAS[n] for n in READ_ONLY_TOOL_NAMES]
-        if writes:
-            handlers["write_file"] = self._write_file
-            handlers["edit_file"] = self._edit_file
-            schemas += [_SCHEMAS["write_file"], _SCHEMAS["edit_file"]]
-            if self._check_names and run_check is not None:
-                handlers["run_check"] = self._run_named_check
-                schemas.append(
-                    _function(
-                        "run_check",
-                        "Run one operator-configured check by name and see its result.",
-                        {"name": {"type": "string", "enum": list(self._check_names)}},
-                        ["name"],
-                    )
-                )
-        if editor is not None:
-            for spec in editor_schemas:
-                name = str(spec.get("name", ""))
-                if name not in EDITOR_TOOL_NAMES or name in handlers:
-                    continue
-                if name in _EDITOR_CODER_ONLY and not writes:
-                    continue
-                if not writes and not spec.get("readOnly", False):
-                    continue
+        handlers: dict[str, Callable[[Mapping[str, Any]], ToolOutcome | str]] = {}
+        schemas: list[dict[str, Any]] = []
+        for name in granted:
+            if name in specs:
                 handlers[name] = self._editor_tool(name)
-                params = spec.get("inputSchema") or {"type": "object", "properties": {}}
-                schemas.append(
-                    {
-                        "type": "function",
-                        "function": {
-                            "name": name,
-                            "description": str(spec.get("description", "")),
-                            "parameters": dict(params),
-                        },
-                    }
-                )
+                schemas.append(_editor_function(specs[name]))
+            else:
+                handlers[name] = own[name]
+                schemas.append(_SCHEMAS[name] if name != "run_check" else self._run_check_schema())
         self._handlers = handlers
         self.schemas: list[dict[str, Any]] = schemas
         self.names: frozenset[str] = frozenset(handlers)
         #: Characters of the schemas as sent (part of every request's context).
         self.schema_chars = len(json.dumps(schemas))
+
+    def _run_check_schema(self) -> dict[str, Any]:
+        return _function(
+            "run_check",
+            "Run one operator-configured check by name and see its result.",
+            {"name": {"type": "string", "enum": list(self._check_names)}},
+            ["name"],
+        )
 
     # -- dispatch -------------------------------------------------------------------------------
 
