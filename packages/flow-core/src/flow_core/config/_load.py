@@ -164,6 +164,36 @@ def _protected(sources: list[str], workspace: Path) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _apply_overrides(
+    merged: dict[str, Any],
+    origin: dict[str, str],
+    *,
+    workspace: str | Path | None,
+    model: str | None,
+) -> None:
+    """Apply ``--workspace`` and ``--model`` on top of the merged files (they win).
+
+    Raises:
+        ConfigError: ``--model`` is empty.
+    """
+    if workspace is not None:
+        merged["workspace_dir"] = os.path.abspath(os.fspath(workspace))
+        origin["workspace_dir"] = "--workspace"
+    if model is not None:
+        if not model.strip():
+            raise ConfigError("--model: the model name is empty; fix: give a model name")
+        for table in ("ollama", "openai"):
+            merged.setdefault(table, {})
+            if isinstance(merged[table], dict):
+                merged[table]["model"] = model
+                origin[f"{table}.model"] = "--model"
+        merged.setdefault("models", {})
+        if isinstance(merged["models"], dict):
+            for role in ROLES:
+                merged["models"][role] = model
+                origin[f"models.{role}"] = "--model"
+
+
 def load_config(
     *,
     config_file: str | Path | None = None,
@@ -223,22 +253,7 @@ def load_config(
         _structure_problems(data, path)
         _merge(merged, origin, data, str(path))
 
-    if workspace is not None:
-        merged["workspace_dir"] = os.path.abspath(os.fspath(workspace))
-        origin["workspace_dir"] = "--workspace"
-    if model is not None:
-        if not model.strip():
-            raise ConfigError("--model: the model name is empty; fix: give a model name")
-        for table in ("ollama", "openai"):
-            merged.setdefault(table, {})
-            if isinstance(merged[table], dict):
-                merged[table]["model"] = model
-                origin[f"{table}.model"] = "--model"
-        merged.setdefault("models", {})
-        if isinstance(merged["models"], dict):
-            for role in ROLES:
-                merged["models"][role] = model
-                origin[f"models.{role}"] = "--model"
+    _apply_overrides(merged, origin, workspace=workspace, model=model)
 
     sources = [str(p) for p in files]
     try:

@@ -152,57 +152,62 @@ def parse_reply(
         raw_calls = recovered
 
     names = set(tool_names)
-    calls: list[ToolCall] = []
-    for call in raw_calls:
-        if call.name not in names:
-            offered = ", ".join(sorted(names)) or "none"
-            issues.append(
-                ReplyIssue(
-                    "unknown_tool",
-                    f"there is no tool named {call.name!r}; the tools offered are: {offered}",
-                    call.id,
-                )
+    calls = [c for c in (_usable_call(call, names, issues) for call in raw_calls) if c is not None]
+    return ParsedReply(text=text, tool_calls=tuple(calls), issues=tuple(issues))
+
+
+def _usable_call(
+    call: ToolCall, names: Collection[str], issues: list[ReplyIssue]
+) -> ToolCall | None:
+    """``call`` with its arguments as a ``dict``, or None (its issue appended to ``issues``)."""
+    if call.name not in names:
+        offered = ", ".join(sorted(names)) or "none"
+        issues.append(
+            ReplyIssue(
+                "unknown_tool",
+                f"there is no tool named {call.name!r}; the tools offered are: {offered}",
+                call.id,
             )
-            continue
-        args: Any = call.arguments
-        if isinstance(args, str):
-            try:
-                decoded = json.loads(args) if args.strip() else {}
-            except (ValueError, RecursionError) as err:
-                why = (
-                    f"{err.msg} at character {err.pos}"
-                    if isinstance(err, json.JSONDecodeError)
-                    else "nested too deeply"
-                )
-                issues.append(
-                    ReplyIssue(
-                        "invalid_arguments",
-                        f"the arguments of {call.name!r} are not valid JSON ({why}); "
-                        "send a JSON object",
-                        call.id,
-                    )
-                )
-                continue
-            if isinstance(decoded, dict):
-                issues.append(
-                    ReplyIssue(
-                        "arguments_as_string",
-                        f"the arguments of {call.name!r} were a JSON string; send a JSON object",
-                        call.id,
-                    )
-                )
-            args = decoded
-        if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+        )
+        return None
+    args: Any = call.arguments
+    if isinstance(args, str):
+        try:
+            decoded = json.loads(args) if args.strip() else {}
+        except (ValueError, RecursionError) as err:
+            why = (
+                f"{err.msg} at character {err.pos}"
+                if isinstance(err, json.JSONDecodeError)
+                else "nested too deeply"
+            )
             issues.append(
                 ReplyIssue(
                     "invalid_arguments",
-                    f"the arguments of {call.name!r} must be a JSON object, not {_json_type(args)}",
+                    f"the arguments of {call.name!r} are not valid JSON ({why}); "
+                    "send a JSON object",
                     call.id,
                 )
             )
-            continue
-        calls.append(ToolCall(id=call.id, name=call.name, arguments=args))
-    return ParsedReply(text=text, tool_calls=tuple(calls), issues=tuple(issues))
+            return None
+        if isinstance(decoded, dict):
+            issues.append(
+                ReplyIssue(
+                    "arguments_as_string",
+                    f"the arguments of {call.name!r} were a JSON string; send a JSON object",
+                    call.id,
+                )
+            )
+        args = decoded
+    if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+        issues.append(
+            ReplyIssue(
+                "invalid_arguments",
+                f"the arguments of {call.name!r} must be a JSON object, not {_json_type(args)}",
+                call.id,
+            )
+        )
+        return None
+    return ToolCall(id=call.id, name=call.name, arguments=args)
 
 
 def _json_type(value: Any) -> str:

@@ -23,7 +23,7 @@ from flow_core.run._prompts import retry_text
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 
 if TYPE_CHECKING:
-    from flow_core._protocols import ChatBackend, ToolCall
+    from flow_core._protocols import ChatBackend, ChatResponse, ToolCall
     from flow_core.config import AgentConfig
     from flow_core.models._parse import ParsedReply
     from flow_core.tools import ToolBox
@@ -78,20 +78,9 @@ def run_role(
         usage.turns += 1
         state.max_turns = max(state.max_turns, turn)
         state.emit("turn", role=role, cycle=cycle, turn=turn)
-        started = time.perf_counter()
-        chat = functools.partial(
-            backend.chat,
-            model,
-            list(ctx.messages),
-            tools=toolbox.schemas,
-            format=response_format,
+        response = _ask(
+            state, backend, ctx, model=model, toolbox=toolbox, role=role, format=response_format
         )
-        try:
-            response = call_interruptibly(chat, lambda: state.stop, name=f"flow-{role}-model")
-        except Abandoned:
-            raise Interrupted from None
-        finally:
-            state.model_ms += (time.perf_counter() - started) * 1000.0
         parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
         for issue in parsed.issues:
             state.error(issue.code, issue.message, role=role, cycle=cycle)
@@ -126,6 +115,37 @@ def run_role(
     message = f"the {role} used all {agent.max_iterations} turns without finishing"
     state.error("budget_iterations", message, role=role, cycle=cycle)
     return RoleOutcome(False, failure="budget_iterations")
+
+
+def _ask(
+    state: RunState,
+    backend: ChatBackend,
+    ctx: Context,
+    *,
+    model: str,
+    toolbox: ToolBox,
+    role: Role,
+    format: Mapping[str, Any] | None,
+) -> ChatResponse:
+    """One model request, abandoned as soon as the run is asked to stop (time in ``model_ms``).
+
+    Raises:
+        Interrupted: ``Runtime.interrupt()`` was called while the request was in flight.
+    """
+    started = time.perf_counter()
+    chat = functools.partial(
+        backend.chat,
+        model,
+        list(ctx.messages),
+        tools=toolbox.schemas,
+        format=format,
+    )
+    try:
+        return call_interruptibly(chat, lambda: state.stop, name=f"flow-{role}-model")
+    except Abandoned:
+        raise Interrupted from None
+    finally:
+        state.model_ms += (time.perf_counter() - started) * 1000.0
 
 
 def _answer_calls(

@@ -40,8 +40,8 @@ from flow_core.tools._outline import render_outline
 from flow_core.tools._policy import role_tools
 from flow_core.tools._read import ReadError, read_window
 from flow_core.tools._record import capped_arguments, invalid_unicode_at
+from flow_core.tools._schemas import TOOL_SCHEMAS, editor_function_schema, function_schema
 from flow_core.tools._search import (
-    MAX_CONTEXT_LINES,
     MAX_SEARCH_BYTES,
     MAX_SEARCH_MATCHES,
     SearchError,
@@ -117,98 +117,6 @@ class ToolLedger:
         return f"tc-{len(self.records) + 1:04d}"
 
 
-def _function(
-    name: str, description: str, properties: dict[str, Any], required: list[str]
-) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": properties,
-                "required": required,
-                "additionalProperties": False,
-            },
-        },
-    }
-
-
-_PATH = {"type": "string", "description": "workspace-relative path with '/' separators"}
-
-_SCHEMAS: dict[str, dict[str, Any]] = {
-    "list_files": _function(
-        "list_files",
-        "List files under a workspace directory (recursive, capped; generated folders skipped).",
-        {"path": {"type": "string", "description": "relative directory; '' for the root"}},
-        [],
-    ),
-    "read_file": _function(
-        "read_file",
-        "Read numbered lines of a UTF-8 text file (at most 250 lines per call). The reply "
-        "gives the total line count and, when the file goes on, the start_line to read next. "
-        "Use search_text or outline first, then read only the lines you need.",
-        {
-            "path": _PATH,
-            "start_line": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
-            "end_line": {"type": "integer", "minimum": 1, "description": "last line, inclusive"},
-            "start_col": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "first column of start_line, for the rest of a very long line",
-            },
-        },
-        ["path"],
-    ),
-    "search_text": _function(
-        "search_text",
-        "Find lines matching a query in workspace files; each match is PATH:LINE:COL: TEXT.",
-        {
-            "query": {"type": "string", "minLength": 1},
-            "regex": {
-                "type": "boolean",
-                "description": "treat query as a Python regular expression (default: literal)",
-            },
-            "ignore_case": {"type": "boolean"},
-            "context": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": MAX_CONTEXT_LINES,
-                "description": "lines shown before and after each match",
-            },
-            "path": {"type": "string", "description": "only files under this relative path"},
-            "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_MATCHES},
-        },
-        ["query"],
-    ),
-    "outline": _function(
-        "outline",
-        "List a file's definitions (classes, functions, methods; headings in Markdown) with "
-        "their line ranges, to read one with read_file start_line/end_line.",
-        {"path": _PATH},
-        ["path"],
-    ),
-    "write_file": _function(
-        "write_file",
-        "Create or replace a whole file with the given UTF-8 content.",
-        {"path": _PATH, "content": {"type": "string"}},
-        ["path", "content"],
-    ),
-    "edit_file": _function(
-        "edit_file",
-        "Replace exactly one occurrence of old_text with new_text. old_text must match the "
-        "file exactly (spaces, line endings) and occur exactly once.",
-        {
-            "path": _PATH,
-            "old_text": {"type": "string", "minLength": 1},
-            "new_text": {"type": "string"},
-        },
-        ["path", "old_text", "new_text"],
-    ),
-}
-
-
 def _cap(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -259,19 +167,6 @@ def _check_unicode(value: Any, where: str, depth: int = 0) -> None:
     elif depth < 8 and isinstance(value, list | tuple):
         for item in value:
             _check_unicode(item, where, depth + 1)
-
-
-def _editor_function(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """An editor tool's schema (``{"name", "description", "inputSchema"}``) as a function."""
-    params = spec.get("inputSchema") or {"type": "object", "properties": {}}
-    return {
-        "type": "function",
-        "function": {
-            "name": str(spec["name"]),
-            "description": str(spec.get("description", "")),
-            "parameters": dict(params),
-        },
-    }
 
 
 class ToolBox:
@@ -337,10 +232,11 @@ class ToolBox:
         for name in granted:
             if name in specs:
                 handlers[name] = self._editor_tool(name)
-                schemas.append(_editor_function(specs[name]))
+                schemas.append(editor_function_schema(specs[name]))
             else:
                 handlers[name] = own[name]
-                schemas.append(_SCHEMAS[name] if name != "run_check" else self._run_check_schema())
+                own_schema = TOOL_SCHEMAS.get(name) or self._run_check_schema()
+                schemas.append(own_schema)
         self._handlers = handlers
         self.schemas: list[dict[str, Any]] = schemas
         self.names: frozenset[str] = frozenset(handlers)
@@ -348,7 +244,7 @@ class ToolBox:
         self.schema_chars = len(json.dumps(schemas))
 
     def _run_check_schema(self) -> dict[str, Any]:
-        return _function(
+        return function_schema(
             "run_check",
             "Run one operator-configured check by name and see its result.",
             {"name": {"type": "string", "enum": list(self._check_names)}},
