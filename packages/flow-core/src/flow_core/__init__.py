@@ -61,13 +61,16 @@ from flow_core.config import (
 )
 from flow_core.models import (
     BACKEND_ERROR_CODES,
+    REPLY_ISSUE_CODES,
     OllamaBackend,
+    ParsedReply,
+    ReplyIssue,
     ScriptedBackend,
     ScriptedReply,
     ScriptedRequest,
     make_backend,
+    parse_reply,
 )
-from flow_core.models._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core.models.openai import OpenAIBackend
 from flow_core.run import REVIEW_SCHEMA, Runtime
 from flow_core.skills import list_skills, load_skill

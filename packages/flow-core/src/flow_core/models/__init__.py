@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from flow_core._errors import ConfigError
 from flow_core.models._http import BACKEND_ERROR_CODES
+from flow_core.models._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core.models.ollama import OllamaBackend
 from flow_core.models.scripted import ScriptedBackend, ScriptedReply, ScriptedRequest
 
@@ -21,11 +22,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_ERROR_CODES",
+    "REPLY_ISSUE_CODES",
     "OllamaBackend",
+    "ParsedReply",
+    "ReplyIssue",
     "ScriptedBackend",
     "ScriptedReply",
     "ScriptedRequest",
     "make_backend",
+    "parse_reply",
 ]
 
 

@@ -20,7 +20,7 @@ from flow_core._protocols import ChatBackend, ChatMessage, ChatResponse
 
 if TYPE_CHECKING:
     from flow_core._report import CheckResult, Report
-    from flow_core.store._record import RunRecord
+    from flow_core.store import RunRecord
 
 __all__ = ["NULL_JOURNAL", "Journal"]
 

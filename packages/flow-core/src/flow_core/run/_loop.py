@@ -25,7 +25,7 @@ from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 if TYPE_CHECKING:
     from flow_core._protocols import ChatBackend, ChatResponse, ToolCall
     from flow_core.config import AgentConfig
-    from flow_core.models._parse import ParsedReply
+    from flow_core.models import ParsedReply
     from flow_core.tools import ToolBox
 
 __all__ = ["run_role"]
@@ -55,7 +55,7 @@ def run_role(
         Interrupted: the run was asked to stop.
         BackendError: the model server failed.
     """
-    from flow_core.models._parse import parse_reply
+    from flow_core.models import parse_reply
 
     limit = agent.max_context_chars
     reply_cap = max(4_000, limit // 2)

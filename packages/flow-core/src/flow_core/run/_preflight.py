@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from flow_core._report import ErrorInfo
 
 if TYPE_CHECKING:
-    from flow_core.config._schema import FlowConfig
+    from flow_core.config import FlowConfig
 
 __all__ = ["PREFLIGHT_CODES", "preflight"]
 

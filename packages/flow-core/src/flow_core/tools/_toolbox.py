@@ -47,7 +47,7 @@ from flow_core.tools._search import (
     SearchError,
     search,
 )
-from flow_core.verify._toolfiles import protected_reason
+from flow_core.verify import protected_reason
 from flow_safeio import ProtectedPathError, SafeIOError, Workspace, validate_path
 
 __all__ = [

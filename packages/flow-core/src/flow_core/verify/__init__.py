@@ -8,6 +8,7 @@ from flow_core.verify._filetypes import (
     language_key,
 )
 from flow_core.verify._gate import STATIC_KINDS, GateFacts, evaluate_gate
+from flow_core.verify._toolfiles import protected_reason
 
 __all__ = [
     "DOC_KEY",
@@ -18,5 +19,6 @@ __all__ = [
     "is_tool_config",
     "kill_all_process_groups",
     "language_key",
+    "protected_reason",
     "run_check",
 ]
