@@ -348,7 +348,8 @@ def test_a_signal_during_a_write_is_deferred_until_the_frame_is_whole() -> None:
             writer.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
         assert json.loads(os.read(r, 1000))["method"] == "notifications/progress"
         writer.send({"jsonrpc": "2.0", "id": 1, "result": {}})  # delivered once only
-        stop.handler(signal.SIGINT, None)  # a second signal changes nothing
+        with pytest.raises(KeyboardInterrupt):
+            stop.handler(signal.SIGINT, None)  # a second signal forces, even mid-cleanup
         assert stop.code == 130
     finally:
         os.close(r)

@@ -7,11 +7,8 @@ exits 130. Each prints a readable line on stderr and still a JSON report on stdo
 
 from __future__ import annotations
 
-import signal
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from flow_cli._options import CommonOptions
@@ -148,7 +145,7 @@ def say(message: str) -> None:
 
 
 class _Interrupts:
-    """SIGINT/SIGTERM while a command runs.
+    """SIGINT/SIGTERM while a command runs: flow-core's rule, first interrupts, second forces.
 
     The first signal asks the runtime to stop (it kills the check process groups, and ``run``
     or ``check`` return an ``interrupted`` report). Before the runtime exists, or on a second
@@ -156,24 +153,20 @@ class _Interrupts:
     """
 
     def __init__(self) -> None:
+        from flow_core import Interrupts
+
         self.runtime: Runtime | None = None
-        self.count = 0
+        self.signals = Interrupts(self._interrupt)
 
-    def handle(self, signum: int, frame: FrameType | None) -> None:
-        self.count += 1
-        if self.runtime is not None and self.count == 1:
-            self.runtime.interrupt()
-            return
-        raise KeyboardInterrupt
+    @property
+    def count(self) -> int:
+        return self.signals.count
 
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        previous = {sig: signal.signal(sig, self.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+    def _interrupt(self, signum: int) -> bool:
+        if self.runtime is None:
+            return False
+        self.runtime.interrupt()
+        return True
 
 
 def kill_check_groups() -> None:
@@ -209,7 +202,7 @@ def run_report_command(
         The exit code (see ``exit_code_for``; 2 for configuration and trust errors).
     """
     interrupts = _Interrupts()
-    with StdoutGuard() as out, interrupts.installed():
+    with StdoutGuard() as out, interrupts.signals.installed():
         code, report = _produce(kind, opts, interrupts, name=name, task=task)
         out.emit(report.to_json())
     return code

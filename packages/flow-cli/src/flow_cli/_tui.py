@@ -11,9 +11,7 @@ runtime kills the check process groups) and returns to the prompt.
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -71,7 +69,6 @@ class Tui:
         self.model: str | None = opts.model
         self.runtime: Runtime | None = None
         self._progress: LiveProgress | None = None
-        self._interrupts = 0
 
     # -- runtime ----------------------------------------------------------------------------
 
@@ -337,29 +334,17 @@ class Tui:
         runtime = self.rt
         progress = LiveProgress(self.console, checks_only=checks_only)
         self._progress = progress
-        self._interrupts = 0
+        from flow_core import Interrupts
+
+        # Ctrl-C: the first stops the task (check process groups killed), the second forces.
+        ctrl_c = Interrupts(lambda _signum: _stop(runtime), signals=(signal.SIGINT,))
         try:
-            with self._sigint(runtime):
+            with ctrl_c.installed():
                 progress.start()
                 return action(runtime)
         finally:
             progress.stop()
             self._progress = None
-
-    @contextmanager
-    def _sigint(self, runtime: Runtime) -> Iterator[None]:
-        def handle(signum: int, frame: FrameType | None) -> None:
-            self._interrupts += 1
-            if self._interrupts == 1:
-                runtime.interrupt()
-                return
-            raise KeyboardInterrupt
-
-        previous = signal.signal(signal.SIGINT, handle)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
     # -- results ----------------------------------------------------------------------------
 
@@ -434,7 +419,7 @@ def run_tui(opts: CommonOptions) -> int:
             were killed.
     """
     from flow_cli._commands import say
-    from flow_core import ConfigError
+    from flow_core import ConfigError, Interrupts
 
     # emoji=False: ":name:" in a report (check output, a plan) stays text.
     console = Console(emoji=False)
@@ -445,15 +430,19 @@ def run_tui(opts: CommonOptions) -> int:
         say(f"{err.message} [{err.code}]")
         return 2
 
-    def terminate(signum: int, frame: FrameType | None) -> None:
-        # Stop a running task (its check process groups are killed), then leave.
+    def leave(signum: int) -> bool:
+        # SIGTERM: stop a running task (its check process groups are killed), then leave.
         if tui.runtime is not None:
             tui.runtime.interrupt()
         raise SystemExit(130)
 
-    previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return tui.loop()
+        with Interrupts(leave, signals=(signal.SIGTERM,)).installed():
+            return tui.loop()
     finally:
-        signal.signal(signal.SIGTERM, previous)
         tui.close()
+
+
+def _stop(runtime: Runtime) -> bool:
+    runtime.interrupt()
+    return True

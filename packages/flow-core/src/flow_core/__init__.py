@@ -47,6 +47,7 @@ from flow_core._report import (
     Verification,
     report_json_schema,
 )
+from flow_core._signals import Interrupts
 from flow_core._stdio import StdioTakeover
 from flow_core.config import (
     AgentConfig,
@@ -125,6 +126,7 @@ __all__ = [
     "FlowError",
     "GateConditions",
     "GateFacts",
+    "Interrupts",
     "LoadedConfig",
     "ModelsConfig",
     "NotTrustedError",

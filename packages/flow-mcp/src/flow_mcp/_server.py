@@ -34,7 +34,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Final
 
 from flow_core import (  # the EDITOR_TIMEOUT_* range is flow-core's; re-exported by flow_mcp
@@ -44,6 +43,7 @@ from flow_core import (  # the EDITOR_TIMEOUT_* range is flow-core's; re-exporte
     ConfigError,
     EditorBridge,
     FlowError,
+    Interrupts,
     LoadedConfig,
     Runtime,
     StdioTakeover,
@@ -234,11 +234,12 @@ def _hint_when_typed_at() -> None:
 
 
 class _Stop:
-    """Signal bookkeeping: the first SIGINT/SIGTERM interrupts the request in progress.
+    """flow-core's signal rule for the server: the first signal interrupts, the second forces.
 
-    The handler raises ``KeyboardInterrupt`` (the runtime turns that into an "interrupted"
-    report after killing its check process groups), except while a frame is being written:
-    then the interrupt is deferred until that frame is whole.
+    The first signal raises ``KeyboardInterrupt`` (the runtime turns that into an
+    "interrupted" report after killing its check process groups), except while a frame is
+    being written: then the interrupt is deferred until that frame is whole. A second signal
+    forces: ``KeyboardInterrupt`` at once, even in the cleanup (each cleanup step still runs).
     """
 
     def __init__(self, writer: FrameWriter) -> None:
@@ -246,14 +247,14 @@ class _Stop:
         self._writer = writer
         self._deferred = False
         writer.after_write = self._after_write
+        self.signals = Interrupts(self._interrupt)
+        self.handler = self.signals.handler
 
-    def handler(self, signum: int, frame: FrameType | None) -> None:
-        if self.code is not None:
-            return  # already stopping: let the cleanup finish
+    def _interrupt(self, signum: int) -> bool:
         self.code = EXIT_INTERRUPTED
         if self._writer.busy:
             self._deferred = True
-            return
+            return True
         raise KeyboardInterrupt
 
     def _after_write(self) -> None:
@@ -371,10 +372,8 @@ def _serve(
     session.stop_requested = lambda: stop.code is not None
     session.prepare()
     gc.freeze()  # startup objects never need collecting; keeps GC pauses out of round trips
-    previous: dict[int, Any] = {}
     if handle_signals:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, stop.handler)
+        stop.signals.install()
 
     wakeup_r: int | None = None
     previous_wakeup = -1
@@ -395,19 +394,22 @@ def _serve(
         _err("the client stopped reading; closing")
         code = EXIT_OK
     finally:
-        if stop.code is not None:
-            code = stop.code
-            _err("interrupted: stopping checks and closing")
-            _interrupt(runtime)
-        _quietly("closing the runtime", runtime.close)
-        if bridge is not None:
-            _quietly("closing the editor bridge", bridge.close)
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-        if wakeup_r is not None:
-            wakeup_w = signal.set_wakeup_fd(previous_wakeup)
-            os.close(wakeup_w)
-            os.close(wakeup_r)
+        try:
+            if stop.code is not None:
+                code = stop.code
+                _err("interrupted: stopping checks and closing")
+                _interrupt(runtime)
+            _quietly("closing the runtime", runtime.close)
+            if bridge is not None:
+                _quietly("closing the editor bridge", bridge.close)
+        except KeyboardInterrupt:  # a second signal forces: stop cleaning up
+            code = EXIT_INTERRUPTED
+        finally:
+            stop.signals.restore()
+            if wakeup_r is not None:
+                wakeup_w = signal.set_wakeup_fd(previous_wakeup)
+                os.close(wakeup_w)
+                os.close(wakeup_r)
     return code
 
 
