@@ -444,3 +444,40 @@ def test_a_file_whose_pre_image_cannot_be_kept_is_never_written(
     assert "data.csv" not in report.diff
     assert rt.rollback() == []
     assert (ws / "data.csv").read_bytes() == big
+
+
+def test_each_run_reports_only_its_own_state(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    """A second run on the same runtime starts from a fresh RunState: no errors, tool calls,
+    history, plan or pre-images carried over from the first."""
+    backend = ScriptedBackend(
+        [
+            text("plan"),
+            edit("x = 1", "x = 2"),
+            text("done"),
+            text("not json"),  # first run: invalid review, unverified
+            text("plan 2"),
+            text("nothing to do"),
+            APPROVE,
+        ]
+    )
+    rt = Runtime(
+        flow_config({"tests": TESTS}, agent={"max_cycles": 1}), trusted=True, backend=backend
+    )
+    first = rt.run("one")
+    assert first.status == "unverified"
+    assert [t.name for t in first.tool_calls] == ["edit_file"]
+    assert "review_invalid" in [e.code for e in first.errors]
+    assert first.changed_files == ["app.py"]
+    second = rt.run("two")
+    assert (second.task, second.plan) == ("two", "plan 2")
+    assert second.tool_calls == []
+    assert "review_invalid" not in [e.code for e in second.errors]
+    assert second.changed_files == []  # app.py was not written in this run
+    assert [c.cycle for c in second.verification_history] == [1]
+    assert second.budgets is not None
+    assert second.budgets.tool_calls.used == 0
+    # rollback undoes the last run only: the first run's edit stays.
+    assert rt.rollback() == []
+    assert (ws / "app.py").read_text() == "x = 2\n"
