@@ -69,7 +69,7 @@ def test_structured_tool_call(server: replay.FakeModelServer, streaming: bool) -
     "text",
     [
         '{"name": "read_file", "arguments": {"path": "a.py"}}',
-        'I will read it.\n```json\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```',
+        '```json\n{"name": "read_file", "arguments": {"path": "a.py"}}\n```',
         '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
         "<function=read_file>\n<parameter=path>\na.py\n</parameter>\n</function>",
     ],

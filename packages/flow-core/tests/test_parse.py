@@ -44,6 +44,8 @@ def test_every_code_is_documented() -> None:
         "empty_reply",
         "reply_too_large",
         "context_overflow",
+        "call_cut_off",
+        "invalid_unicode",
     }
     assert all(REPLY_ISSUE_CODES.values())
 
@@ -69,7 +71,6 @@ CALL = {"name": "read_file", "arguments": {"path": "src/a.py"}}
         "<function=read_file>\n<parameter=path>\nsrc/a.py\n</parameter>\n</function>",
         "<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/a.py\n</parameter>\n"
         "</function>\n</tool_call>",
-        "I need to look at the file first: " + json.dumps(CALL) + " and then fix it.",
     ],
     ids=[
         "bare",
@@ -84,7 +85,6 @@ CALL = {"name": "read_file", "arguments": {"path": "src/a.py"}}
         "function-json",
         "function-parameters",
         "qwen3-coder-xml",
-        "embedded-in-prose",
     ],
 )
 def test_text_tool_call_is_recovered_and_recorded(content: str) -> None:
@@ -141,6 +141,13 @@ def test_text_call_with_string_arguments() -> None:
         "The function `read_file(path)` returns text.",
         "<function=>not a call</function>",
         '{"name": "read_file", "arguments": {"path": ',  # broken JSON
+        # JSON quoted in prose is prose, fenced or not (issue 14: a finished answer quoting a
+        # call-shaped object was taken for three unknown_tool calls).
+        "I need to look at the file first: " + json.dumps(CALL) + " and then fix it.",
+        "Done. The config now reads:\n```json\n" + json.dumps(CALL) + "\n```\nAll set.",
+        'Done: the payload is\n```json\n{"name": "release", "arguments": {"v": 2}}\n```',
+        "To read a file the model writes `<function=read_file>{}</function>` in its reply.",
+        "Example:\n```\n<tool_call>\n" + json.dumps(CALL) + "\n</tool_call>\n```\nThat is all.",
     ],
 )
 def test_ordinary_text_is_not_a_call(content: str) -> None:

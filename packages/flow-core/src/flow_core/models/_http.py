@@ -26,6 +26,7 @@ __all__ = [
     "BACKEND_ERROR_CODES",
     "HTTPStatusError",
     "check_base_url",
+    "encode_json_body",
     "excerpt",
     "iter_lines_capped",
     "make_client",
@@ -45,6 +46,8 @@ BACKEND_ERROR_CODES: dict[str, str] = {
     "redirect_refused": "the server answered with a redirect; Flow never follows redirects",
     "remote_refused": "the URL's host is not loopback and allow_remote is not set",
     "backend_closed": "the backend was used after close()",
+    "request_unencodable": "the request could not be encoded as JSON (a number JSON cannot "
+    "carry, or nesting too deep); nothing was sent",
 }
 
 
@@ -175,7 +178,11 @@ def stream_request(
     import httpx
 
     try:
-        with client.stream(method, path, json=json_body) as response:
+        kwargs: dict[str, Any] = {}
+        if json_body is not None:
+            kwargs["content"] = encode_json_body(json_body, server=server)
+            kwargs["headers"] = {"Content-Type": "application/json"}
+        with client.stream(method, path, **kwargs) as response:
             if 300 <= response.status_code < 400:
                 where = response.headers.get("location", "?")
                 raise BackendError(
@@ -208,6 +215,56 @@ def stream_request(
             f"({type(exc).__name__}: {exc}): {fix}",
             code="backend_unreachable",
         ) from exc
+
+
+def _replace_surrogates(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+        return value
+    if depth > 200:
+        return value
+    if isinstance(value, Mapping):
+        return {
+            _replace_surrogates(k, depth + 1): _replace_surrogates(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_replace_surrogates(v, depth + 1) for v in value]
+    return value
+
+
+def encode_json_body(body: Any, *, server: str) -> bytes:
+    """``body`` as compact UTF-8 JSON (RFC 8259: no NaN, valid Unicode).
+
+    A lone UTF-16 surrogate anywhere in the body (text from the model, a task given on a
+    command line with undecodable bytes, an editor's reply) is replaced by U+FFFD rather than
+    sent as an escape some servers refuse.
+
+    Raises:
+        BackendError: code ``request_unencodable`` for a value JSON cannot carry (NaN,
+            Infinity, nesting too deep, a non-JSON type); the message names the problem, never
+            the request's content.
+    """
+
+    def dump(value: Any) -> bytes:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode("utf-8")
+
+    try:
+        try:
+            return dump(body)
+        except UnicodeEncodeError:
+            return dump(_replace_surrogates(body))
+    except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as err:
+        reason = excerpt(str(err), 120) if not isinstance(err, RecursionError) else "too deep"
+        raise BackendError(
+            f"the request to {server} could not be encoded as JSON ({type(err).__name__}: "
+            f"{reason}); nothing was sent",
+            code="request_unencodable",
+        ) from err
 
 
 #: Each httpx timeout class: the phase it ends, in words, and the ``httpx.Timeout`` field.

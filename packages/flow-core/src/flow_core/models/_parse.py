@@ -1,34 +1,39 @@
 """Reading a model reply: tool calls recovered and every misbehaviour classified.
 
-Small local models often break the tool-calling protocol (DESIGN: "Backends"; issue 3, "Model
-backend"). ``parse_reply`` turns one ``ChatResponse`` into a ``ParsedReply`` whose tool calls
-are all known tools with object arguments, and a list of ``ReplyIssue`` entries, one per
-misbehaviour. The runtime charges each issue to the budget and never counts a reply with an
-issue as a role's successful end by accident.
+Small local models often break the tool-calling protocol (``docs/architecture.md``,
+"Backends"). ``parse_reply`` turns one ``ChatResponse`` into a ``ParsedReply`` whose tool calls
+are all known tools with JSON-object arguments, a list of ``ReplyIssue`` entries (one per
+misbehaviour), and ``echo_calls``: every call of the reply under a unique id, safe to send back
+in the next request, each answered exactly once by the runtime (a result or an error). The
+runtime charges each issue to the budget and never counts a reply with an issue as a role's
+successful end.
 
-Issue codes (``REPLY_ISSUE_CODES``):
+What is acted on (the rules that keep Flow from executing what the model did not commit to):
 
-- ``text_tool_call``: a call written as text in ``content`` (a bare JSON object or array with
-  ``name`` and ``arguments``/``parameters``, a fenced JSON block, ``<tool_call>...</tool_call>``,
-  ``<function=NAME>{json}</function>`` or ``<function=NAME><parameter=K>V</parameter>
-  </function>``). The call is recovered and the text removed from ``text``.
-- ``arguments_as_string``: arguments sent as a JSON string; decoded when it holds an object.
-- ``invalid_arguments``: arguments that are not an object; the call is dropped.
-- ``unknown_tool``: a name outside ``tool_names``; the call is dropped.
-- ``empty_reply``: no content and no tool calls.
-- ``reply_too_large``: content over ``max_chars``; truncated.
-- ``context_overflow``: ``finish_reason == "length"``: the reply was cut short.
+* a reply that ended on the length limit (``finish_reason`` ``"length"``) executes none of its
+  calls, structured or written as text: each is answered with a ``call_cut_off`` error;
+* text-form calls are read only from the model's committed answer: reasoning blocks
+  (``<think>...</think>``, also unclosed) are not part of it;
+* they are recovered only from an explicit wrapper (``<tool_call>...</tool_call>``,
+  ``<function=NAME>...</function>``) outside Markdown code, or from a reply that is nothing
+  but a call (a bare JSON call, or one fenced JSON block holding only a call); JSON quoted in
+  prose, fenced or not, is prose;
+* two calls with the same id get distinct ids (``ID~2``, ...), so each gets its own result;
+* text that is not valid Unicode (a lone UTF-16 surrogate) is replaced by U+FFFD in the text
+  (``invalid_unicode``) and makes a call's arguments invalid (``invalid_arguments``), as does
+  a number JSON cannot carry (NaN, Infinity); nothing the model sends raises.
 
-Dropped calls keep their id in the issue, so the runtime can answer the model's call with an
-error message.
+Issue codes: see ``REPLY_ISSUE_CODES``. Dropped calls keep their id in the issue and in
+``echo_calls``, so the runtime answers them with the error.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,26 +44,31 @@ __all__ = ["REPLY_ISSUE_CODES", "ParsedReply", "ReplyIssue", "parse_reply"]
 REPLY_ISSUE_CODES: dict[str, str] = {
     "text_tool_call": "a tool call was written as text in the reply instead of a structured call",
     "arguments_as_string": "tool arguments arrived as a JSON string instead of a JSON object",
-    "invalid_arguments": "tool arguments were not a JSON object (the call was dropped)",
+    "invalid_arguments": "tool arguments were not a JSON object of valid Unicode text and "
+    "finite numbers (the call was dropped)",
     "unknown_tool": "the model called a tool it was not offered (the call was dropped)",
     "empty_reply": "the reply had neither text nor tool calls",
     "reply_too_large": "the reply text exceeded the size cap and was truncated",
     "context_overflow": "the reply was cut short by the context window or token limit",
+    "call_cut_off": "a tool call came in a reply cut short by the length limit; it was not run",
+    "invalid_unicode": "the reply text held invalid Unicode (lone surrogates); they were "
+    "replaced by U+FFFD",
 }
 
-#: At most this many candidate positions are tried when looking for bare JSON calls.
-_MAX_JSON_CANDIDATES = 32
+#: ``finish_reason`` values that mean the reply was stopped by a length limit.
+_CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
 
 _TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-_FUNCTION_TAG = re.compile(
-    r"<function=([^>\s]+)\s*>(.*?)(?:</function>|\Z)",
-    re.DOTALL,
-)
+_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.DOTALL)
 _PARAMETER_TAG = re.compile(
     r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL
 )
-_FENCE = re.compile(r"```[ \t]*([A-Za-z_-]*)[ \t]*\n(.*?)\n?```", re.DOTALL)
-_JSON_START = re.compile(r'[\[{]\s*(?:\{\s*)?"(?:name|function|type|tool|tool_name)"\s*:')
+_WRAPPER_OPEN = re.compile(r"<tool_call>|<function=[^>\s]+\s*>")
+_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
+_ONLY_FENCE = re.compile(r"\A```[\w-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
+_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
+_INLINE_CODE = re.compile(r"(`+)(?!`)[^\n]{1,500}?(?<!`)\1(?!`)")
+_MAX_NAME_SHOWN = 60
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class ReplyIssue:
 
     Attributes:
         code: a key of ``REPLY_ISSUE_CODES``.
-        message: a human sentence, also fit to show the model.
+        message: a human sentence, also fit to show the model (never the whole reply).
         tool_call_id: the call concerned, when there is one.
     """
 
@@ -81,14 +91,19 @@ class ParsedReply:
     """A reply as the runtime uses it.
 
     Attributes:
-        text: the content, truncated to ``max_chars`` and without text-form tool calls.
-        tool_calls: calls to known tools, arguments always a ``dict``.
+        text: the committed answer (reasoning blocks and text-form calls removed), truncated
+            to ``max_chars``, valid Unicode.
+        tool_calls: calls to run: known tools, arguments always a JSON-encodable ``dict``.
         issues: every misbehaviour found, in the order found.
+        echo_calls: every call of the reply (run or dropped) under its unique id, with valid
+            Unicode and JSON-encodable arguments: what the assistant message carries in the
+            next request. Each id is answered once (a result, or the issue's error).
     """
 
     text: str
     tool_calls: tuple[ToolCall, ...]
     issues: tuple[ReplyIssue, ...]
+    echo_calls: tuple[ToolCall, ...] = ()
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -107,7 +122,7 @@ def parse_reply(
         max_chars: the most characters of content kept (> 0).
 
     Returns:
-        The reply's text, its usable tool calls, and its issues.
+        The reply's text, its usable tool calls, its issues and the calls to echo.
 
     Raises:
         ValueError: if ``max_chars`` is not positive.
@@ -115,7 +130,7 @@ def parse_reply(
     if max_chars <= 0:
         raise ValueError("max_chars must be positive")
     issues: list[ReplyIssue] = []
-    content = response.content or ""
+    content = response.content if isinstance(response.content, str) else ""
     if len(content) > max_chars:
         issues.append(
             ReplyIssue(
@@ -124,7 +139,18 @@ def parse_reply(
             )
         )
         content = content[:max_chars]
-    if response.finish_reason == "length":
+    bad = _first_surrogate(content)
+    if bad is not None:
+        issues.append(
+            ReplyIssue(
+                "invalid_unicode",
+                f"the reply text held invalid Unicode (a lone surrogate at character {bad}); "
+                "send valid UTF-8 text",
+            )
+        )
+        content = _clean(content)
+    cut_off = (response.finish_reason or "").lower() in _CUT_OFF_REASONS
+    if cut_off:
         issues.append(
             ReplyIssue(
                 "context_overflow",
@@ -132,46 +158,88 @@ def parse_reply(
                 "answer more briefly or in smaller steps",
             )
         )
-    if not (response.content or "").strip() and not response.tool_calls:
-        issues.append(ReplyIssue("empty_reply", "the reply had neither text nor tool calls"))
-        return ParsedReply(text="", tool_calls=(), issues=tuple(issues))
-
-    text = content
-    raw_calls: list[ToolCall] = list(response.tool_calls)
+    committed = _committed(content)
+    raw_calls = _unique_ids(list(response.tool_calls))
+    text = committed
     if not raw_calls:
-        recovered, text = _text_calls(content)
+        recovered, text = _text_calls(committed)
         for call in recovered:
             issues.append(
                 ReplyIssue(
                     "text_tool_call",
-                    f"the call to {call.name!r} was written as text; "
+                    f"the call to {_show(call.name)} was written as text; "
                     "use the structured tool-calling interface",
                     call.id,
                 )
             )
         raw_calls = recovered
+        if cut_off and not recovered and _WRAPPER_OPEN.search(_mask_code(committed)):
+            issues.append(
+                ReplyIssue(
+                    "call_cut_off",
+                    "a tool call written in the reply was cut off by the length limit and was "
+                    "not run; send it again, complete (write large files in smaller edits)",
+                )
+            )
+    if not text.strip() and not raw_calls:
+        issues.append(ReplyIssue("empty_reply", "the reply had neither text nor tool calls"))
+        return ParsedReply(text="", tool_calls=(), issues=tuple(issues))
 
-    names = set(tool_names)
-    calls = [c for c in (_usable_call(call, names, issues) for call in raw_calls) if c is not None]
-    return ParsedReply(text=text, tool_calls=tuple(calls), issues=tuple(issues))
+    calls = [c for c in (_usable_call(c, tool_names, cut_off, issues) for c in raw_calls) if c]
+    return ParsedReply(
+        text=text,
+        tool_calls=tuple(calls),
+        issues=tuple(issues),
+        echo_calls=tuple(_echo(c) for c in raw_calls),
+    )
 
 
 def _usable_call(
-    call: ToolCall, names: Collection[str], issues: list[ReplyIssue]
+    call: ToolCall, names: Collection[str], cut_off: bool, issues: list[ReplyIssue]
 ) -> ToolCall | None:
     """``call`` with its arguments as a ``dict``, or None (its issue appended to ``issues``)."""
+    if cut_off:
+        issues.append(
+            ReplyIssue(
+                "call_cut_off",
+                f"the call to {_show(call.name)} was not run: the reply was cut off by the "
+                "length limit, so its arguments may be incomplete; send it again, shorter",
+                call.id,
+            )
+        )
+        return None
     if call.name not in names:
         offered = ", ".join(sorted(names)) or "none"
         issues.append(
             ReplyIssue(
                 "unknown_tool",
-                f"there is no tool named {call.name!r}; the tools offered are: {offered}",
+                f"there is no tool named {_show(call.name)}; the tools offered are: {offered}",
                 call.id,
             )
         )
         return None
+    args, found = _arguments(call)
+    issues.extend(found)
+    return None if args is None else ToolCall(id=call.id, name=call.name, arguments=args)
+
+
+# --------------------------------------------------------------------------------------------
+# Arguments, ids and safe text
+
+
+def _arguments(call: ToolCall) -> tuple[dict[str, Any] | None, list[ReplyIssue]]:
+    """The call's arguments as a JSON-encodable dict, or None with the issue that drops it."""
+    issues: list[ReplyIssue] = []
     args: Any = call.arguments
+    name = _show(call.name)
+
+    def invalid(why: str) -> tuple[None, list[ReplyIssue]]:
+        issues.append(ReplyIssue("invalid_arguments", f"the arguments of {name} {why}", call.id))
+        return None, issues
+
     if isinstance(args, str):
+        if _first_surrogate(args) is not None:
+            return invalid("hold invalid Unicode (a lone surrogate); send valid UTF-8 text")
         try:
             decoded = json.loads(args) if args.strip() else {}
         except (ValueError, RecursionError) as err:
@@ -180,34 +248,101 @@ def _usable_call(
                 if isinstance(err, json.JSONDecodeError)
                 else "nested too deeply"
             )
-            issues.append(
-                ReplyIssue(
-                    "invalid_arguments",
-                    f"the arguments of {call.name!r} are not valid JSON ({why}); "
-                    "send a JSON object",
-                    call.id,
-                )
-            )
-            return None
+            return invalid(f"are not valid JSON ({why}); send a JSON object")
         if isinstance(decoded, dict):
             issues.append(
                 ReplyIssue(
                     "arguments_as_string",
-                    f"the arguments of {call.name!r} were a JSON string; send a JSON object",
+                    f"the arguments of {name} were a JSON string; send a JSON object",
                     call.id,
                 )
             )
         args = decoded
     if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
-        issues.append(
-            ReplyIssue(
-                "invalid_arguments",
-                f"the arguments of {call.name!r} must be a JSON object, not {_json_type(args)}",
-                call.id,
-            )
-        )
+        return invalid(f"must be a JSON object, not {_json_type(args)}")
+    problem = _encoding_problem(args)
+    if problem is not None:
+        return invalid(problem)
+    return args, issues
+
+
+def _encoding_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be sent as strict UTF-8 JSON, else None."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return "hold invalid Unicode (a lone surrogate); send valid UTF-8 text"
+    except RecursionError:
+        return "are nested too deeply"
+    except (ValueError, TypeError):
+        return "hold a number JSON cannot carry (NaN or Infinity)"
+    return None
+
+
+def _first_surrogate(text: str) -> int | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return err.start
+    return None
+
+
+def _clean(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD."""
+    if _first_surrogate(text) is None:
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def _clean_value(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if depth > 64:
         return None
-    return ToolCall(id=call.id, name=call.name, arguments=args)
+    if isinstance(value, dict):
+        return {_clean(str(k)): _clean_value(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean_value(v, depth + 1) for v in value]
+    return value
+
+
+def _echo(call: ToolCall) -> ToolCall:
+    """The call as the next request may carry it: valid Unicode, encodable arguments."""
+    args = call.arguments
+    safe: dict[str, Any] | str
+    if isinstance(args, str):
+        safe = _clean(args)
+    elif _encoding_problem(args) is None:
+        safe = args
+    else:
+        cleaned = _clean_value(args)
+        safe = cleaned if _encoding_problem(cleaned) is None else {}
+    return ToolCall(id=_clean(call.id), name=_clean(call.name), arguments=safe)
+
+
+def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """Distinct, valid-Unicode ids and names: a repeated (or empty) id becomes ``ID~2``, ..."""
+    seen: set[str] = set()
+    out: list[ToolCall] = []
+    for call in calls:
+        base = _clean(call.id) if isinstance(call.id, str) and call.id else "call"
+        name = _clean(call.name) if isinstance(call.name, str) else str(call.name)
+        ident, n = base, 1
+        while ident in seen:
+            n += 1
+            ident = f"{base}~{n}"
+        seen.add(ident)
+        same = ident == call.id and name == call.name
+        out.append(call if same else ToolCall(ident, name, call.arguments))
+    return out
+
+
+def _show(name: Any) -> str:
+    text = name if isinstance(name, str) else str(name)
+    short = text[:_MAX_NAME_SHOWN] + ("…" if len(text) > _MAX_NAME_SHOWN else "")
+    return repr(short)
 
 
 def _json_type(value: Any) -> str:
@@ -228,33 +363,44 @@ def _json_type(value: Any) -> str:
 # Tool calls written as text
 
 
+def _committed(content: str) -> str:
+    """The answer the model committed to: reasoning blocks (also an unclosed one) removed."""
+    if "<" not in content:
+        return content
+    return _REASONING.sub("", content).strip() if _REASONING.search(content) else content
+
+
+def _mask_code(text: str) -> str:
+    """``text`` with Markdown code (fenced blocks, inline spans) blanked, offsets kept."""
+
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))
+
+
 def _text_calls(content: str) -> tuple[list[ToolCall], str]:
-    """Find tool calls written in ``content``; return them and the content without them."""
+    """Calls written in ``content``; return them and the content without them."""
     found: list[tuple[str, Any]] = []
     spans: list[tuple[int, int]] = []
-
-    for m in _TOOL_CALL_TAG.finditer(content):
-        got = _function_tags(m.group(1)) or _json_calls(m.group(1))
-        if got:
-            found.extend(got)
-            spans.append(m.span())
-    if not found:
-        for m in _FUNCTION_TAG.finditer(content):
-            got = _function_tags(m.group(0))
+    stripped = content.strip()
+    whole = _whole_reply_call(stripped)
+    if whole:
+        found, spans = whole, [(0, len(content))]
+    else:
+        masked = _mask_code(content)
+        for m in _TOOL_CALL_TAG.finditer(masked):
+            body = content[m.start(1) : m.end(1)]
+            got = _function_tags(body) or _json_calls(body)
             if got:
                 found.extend(got)
                 spans.append(m.span())
-    if not found:
-        for m in _FENCE.finditer(content):
-            got = _json_calls(m.group(2))
-            if got:
-                found.extend(got)
-                spans.append(m.span())
-    if not found:
-        for start, end, got in _bare_json_calls(content):
-            found.extend(got)
-            spans.append((start, end))
-
+        if not found:
+            for m in _FUNCTION_TAG.finditer(masked):
+                got = _function_tags(content[m.start() : m.end()])
+                if got:
+                    found.extend(got)
+                    spans.append(m.span())
     if not found:
         return [], content
     digest = hashlib.sha1(content.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()
@@ -269,6 +415,21 @@ def _text_calls(content: str) -> tuple[list[ToolCall], str]:
         pos = end
     rest.append(content[pos:])
     return calls, "".join(rest).strip()
+
+
+def _whole_reply_call(stripped: str) -> list[tuple[str, Any]]:
+    """The calls of a reply that is nothing but a call: bare JSON, or one fenced JSON block."""
+    if not stripped:
+        return []
+    fence = _ONLY_FENCE.match(stripped)
+    body = (fence.group(1) if fence else stripped).strip()
+    if body.startswith(("{", "[")):
+        return _json_calls(body)
+    if fence and body.startswith("<"):  # a fenced block holding nothing but a wrapper
+        tag = _TOOL_CALL_TAG.fullmatch(body) or _FUNCTION_TAG.fullmatch(body)
+        if tag:
+            return _function_tags(body) or _json_calls(tag.group(1))
+    return []
 
 
 def _function_tags(body: str) -> list[tuple[str, Any]]:
@@ -327,25 +488,3 @@ def _json_calls(text: str) -> list[tuple[str, Any]]:
     except (ValueError, RecursionError):
         return []
     return _calls_from_json(value)
-
-
-def _bare_json_calls(content: str) -> Iterator[tuple[int, int, list[tuple[str, Any]]]]:
-    decoder = json.JSONDecoder()
-    pos = 0
-    tried = 0
-    while tried < _MAX_JSON_CANDIDATES:
-        m = _JSON_START.search(content, pos)
-        if m is None:
-            return
-        tried += 1
-        try:
-            value, end = decoder.raw_decode(content, m.start())
-        except (ValueError, RecursionError):
-            pos = m.start() + 1
-            continue
-        got = _calls_from_json(value)
-        if got:
-            yield m.start(), end, got
-            pos = end
-        else:
-            pos = m.start() + 1

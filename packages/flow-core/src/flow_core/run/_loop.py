@@ -21,6 +21,7 @@ from flow_core.run._context import Context
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
+from flow_core.tools._record import tool_event_detail
 
 if TYPE_CHECKING:
     from flow_core._protocols import ChatBackend, ChatResponse, ToolCall
@@ -89,7 +90,8 @@ def run_role(
             ChatMessage(
                 role="assistant",
                 content=parsed.text,
-                tool_calls=tuple(response.tool_calls) or calls,
+                # Every call under its unique id, safe to encode; each id is answered once.
+                tool_calls=parsed.echo_calls,
             )
         )
         _answer_calls(
@@ -174,6 +176,7 @@ def _answer_calls(
                 call.name,
                 "budget_tool_calls",
                 f"the run's tool-call budget ({agent.max_tool_calls}) is spent",
+                call.arguments if isinstance(call.arguments, dict) else None,
             )
             state.error(
                 "budget_tool_calls",
@@ -192,7 +195,7 @@ def _answer_calls(
             turn=turn,
             name=call.name,
             ok=outcome.ok,
-            detail={"id": outcome.id, "error": outcome.error},
+            detail=tool_event_detail(outcome.id, state.ledger.records[-1]),
         )
         ctx.add(
             ChatMessage(role="tool", content=outcome.content, tool_call_id=call.id, name=call.name)

@@ -10,9 +10,18 @@ length, so the report always serialises as JSON.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["MAX_ARGUMENT_CHARS", "capped_arguments", "clean_text", "invalid_unicode_at"]
+if TYPE_CHECKING:
+    from flow_core._report import ToolCallRecord
+
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "capped_arguments",
+    "clean_text",
+    "invalid_unicode_at",
+    "tool_event_detail",
+]
 
 #: Longest string argument kept in the report (characters); longer ones are cut and marked.
 MAX_ARGUMENT_CHARS = 200
@@ -72,3 +81,16 @@ def capped_arguments(arguments: Any) -> dict[str, Any]:
         assert isinstance(capped, dict)
         return capped
     return {"(not an object)": _cap(arguments, 1)}
+
+
+def tool_event_detail(call_id: str, record: ToolCallRecord) -> dict[str, Any]:
+    """The ``detail`` of a ``tool_call`` progress event: id, error code and message, arguments.
+
+    The arguments are the report's capped copy, so a live display never holds a whole file.
+    """
+    return {
+        "id": call_id,
+        "error": record.error,
+        "message": record.message,
+        "arguments": record.arguments,
+    }
