@@ -1,3 +1,10 @@
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 import flow_core
 
 
@@ -9,3 +16,42 @@ def test_all_names_exist() -> None:
 
 def test_version_is_a_release_string() -> None:
     assert flow_core.__version__.count(".") == 2
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """name -> module of the imports under ``if TYPE_CHECKING:`` in flow_core/__init__.py."""
+    tree = ast.parse(Path(flow_core.__file__).read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom), ast.unparse(stmt)
+                for alias in stmt.names:
+                    found[alias.asname or alias.name] = str(stmt.module)
+    return found
+
+
+def test_lazy_table_matches_the_imports_type_checkers_read() -> None:
+    # One name, one module: the runtime table and the static imports must agree.
+    assert _type_checking_imports() == flow_core._EXPORTS
+    assert set(flow_core.__all__) == {*flow_core._EXPORTS, "__version__"}
+
+
+def test_import_loads_no_public_module_until_a_name_is_used() -> None:
+    code = (
+        "import sys, flow_core\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith('flow_core.') "
+        "and m != 'flow_core.__about__')\n"
+        "assert loaded == [], loaded\n"
+        "assert 'pydantic' not in sys.modules\n"
+        "from flow_core import Report, load_config\n"
+        "assert 'flow_core._report' in sys.modules\n"
+        "for heavy in ('httpx', 'flow_core.verify._checks', 'flow_core.tools._toolbox'):\n"
+        "    assert heavy not in sys.modules, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = flow_core.no_such_name

@@ -26,7 +26,7 @@ ReportStatus = Literal[
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ErrorInfo(_Model):

@@ -31,7 +31,7 @@ class RunsConfig(BaseModel):
             workspace and apply only a verified change (the CLI's ``--isolate``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     keep: int = Field(default=100, ge=1, le=100_000)
     max_age_days: int = Field(default=30, ge=0, le=36_500)

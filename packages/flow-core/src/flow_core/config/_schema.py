@@ -73,7 +73,7 @@ DEFAULT_PROTECTED: tuple[str, ...] = (
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
 
 def _check_base_url(url: str, allow_remote: bool, table: str) -> str:
@@ -176,7 +176,7 @@ class CheckConfig(BaseModel):
             this identity when it runs is refused (``check_executable_changed``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     cmd: tuple[str, ...]
     timeout: int = Field(default=60_000, gt=0)
@@ -238,7 +238,7 @@ class FlowConfig(BaseModel):
             these into ``ConfigError``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     workspace_dir: Path
     backend: Literal["ollama", "openai"] = "ollama"

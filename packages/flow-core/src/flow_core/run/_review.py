@@ -8,20 +8,21 @@ sees and the rule the host applies cannot drift apart.
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from flow_core._report import Review
 
-__all__ = ["REVIEW_SCHEMA", "ReviewReply", "validate_review"]
+__all__ = ["REVIEW_SCHEMA", "ReviewReply", "review_schema", "validate_review"]
 
 
 class ReviewReply(BaseModel):
     """The reviewer's final reply, validated strictly (no coercion, no extra keys)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     approved: bool
     summary: str
@@ -53,8 +54,25 @@ def _plain_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-#: The JSON Schema the reviewer's final reply must follow (sent as ``format=``).
-REVIEW_SCHEMA: dict[str, Any] = _plain_schema(ReviewReply)
+@functools.cache
+def review_schema() -> dict[str, Any]:
+    """The JSON Schema the reviewer's final reply must follow (sent as ``format=``).
+
+    Generated on first use and kept: building a pydantic schema costs tens of milliseconds,
+    and ``flow status`` never needs it (``bench/bench_cli.py``).
+    """
+    return _plain_schema(ReviewReply)
+
+
+if TYPE_CHECKING:
+    #: ``review_schema()``, as a module attribute (PEP 562 ``__getattr__`` below).
+    REVIEW_SCHEMA: dict[str, Any]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "REVIEW_SCHEMA":
+        return review_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

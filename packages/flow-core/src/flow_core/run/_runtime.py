@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -26,19 +27,31 @@ from flow_core._errors import (
 from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
 from flow_core._report import CheckResult, Report, ReportStatus
 from flow_core.run._changes import ChangeTracker
-from flow_core.run._cycle import RunDriver
 from flow_core.run._reporting import build_report, status_report
-from flow_core.run._review import REVIEW_SCHEMA
 from flow_core.run._state import Interrupted, RunState
-from flow_core.tools import ToolBox
-from flow_core.verify import kill_all_process_groups, run_check
 from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
+    from flow_core.tools import ToolBox
     from flow_safeio import Workspace
 
-__all__ = ["REVIEW_SCHEMA", "Runtime"]
+__all__ = ["Runtime"]
+
+#: The check runner's module. It, the run driver and the file tools are imported when a check
+#: or a run first needs them, so ``status()`` (``flow status``) loads none of them.
+_CHECKS_MODULE = "flow_core.verify._checks"
+
+
+def _kill_check_groups(owner: object) -> None:
+    """Kill ``owner``'s check process groups (``verify/_checks.kill_all_process_groups``).
+
+    When the check runner was never imported no group was ever started, and nothing is
+    imported here: this runs from signal handlers, which must not take the import lock.
+    """
+    checks = sys.modules.get(_CHECKS_MODULE)
+    if checks is not None:
+        checks.kill_all_process_groups(owner=owner)
 
 
 class Runtime:
@@ -126,7 +139,7 @@ class Runtime:
             else:
                 status = "passed" if all(r.status == "passed" for r in results) else "failed"
         except (KeyboardInterrupt, Interrupted):
-            kill_all_process_groups(owner=self)
+            _kill_check_groups(self)
             status = "interrupted"
         return self._report("check", status, ok=status == "passed")
 
@@ -146,6 +159,8 @@ class Runtime:
         state.emit("run_started", detail={"task": task[:200]})
         status: ReportStatus
         try:
+            from flow_core.run._cycle import RunDriver
+
             self._get_workspace()
             status = RunDriver(
                 config=self.config,
@@ -158,7 +173,7 @@ class Runtime:
                 run_check=self._run_one_check,
             ).run(task)
         except (KeyboardInterrupt, Interrupted):
-            kill_all_process_groups(owner=self)
+            _kill_check_groups(self)
             status = "interrupted"
         except (BackendError, EditorError) as err:
             state.error(err.code, err.message)
@@ -189,7 +204,7 @@ class Runtime:
         is dropped, no tool call or check starts after this returns.
         """
         self._state.stop = True
-        kill_all_process_groups(owner=self)
+        _kill_check_groups(self)
 
     def rollback(self) -> list[str]:
         """Restore every file the last run wrote to its pre-image; remove the files it created.
@@ -216,7 +231,7 @@ class Runtime:
                 stack.callback(self._editor.close)
             if self._backend is not None:
                 stack.callback(self._backend.close)
-            stack.callback(kill_all_process_groups, owner=self)
+            stack.callback(_kill_check_groups, self)
 
     def __enter__(self) -> Runtime:
         return self
@@ -264,6 +279,8 @@ class Runtime:
         state.check_stop()
         check = self.config.checks[name]
         state.emit("check_started", cycle=cycle, name=name)
+        from flow_core.verify._checks import run_check
+
         result = run_check(
             name,
             check,
@@ -307,6 +324,8 @@ class Runtime:
         if self._editor is not None and self._editor_schemas is None:
             self._check_editor_workspace(self._editor)
             self._editor_schemas = self._editor.tool_schemas()
+        from flow_core.tools import ToolBox
+
         return ToolBox(
             role=role,
             workspace=self._get_workspace(),

@@ -11,11 +11,13 @@ import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import Event, EventKind, EventSink, Role
 from flow_core._report import CheckResult, CycleRecord, ErrorInfo, RoleUsage, Verification
-from flow_core.tools import ToolLedger
+
+if TYPE_CHECKING:
+    from flow_core.tools import ToolLedger
 
 __all__ = ["Interrupted", "RoleOutcome", "RunEnded", "RunState"]
 
@@ -62,10 +64,16 @@ class RunState:
     history: list[CycleRecord] = field(default_factory=list)
     final_checks: list[CheckResult] = field(default_factory=list)
     verification: Verification | None = None
-    ledger: ToolLedger = field(init=False)
+    _ledger: ToolLedger | None = field(default=None, init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        self.ledger = ToolLedger(limit=self.max_tool_calls)
+    @property
+    def ledger(self) -> ToolLedger:
+        """The run's tool-call ledger, made on first use (the file tools load only then)."""
+        if self._ledger is None:
+            from flow_core.tools import ToolLedger
+
+            self._ledger = ToolLedger(limit=self.max_tool_calls)
+        return self._ledger
 
     def elapsed_ms(self) -> float:
         """Milliseconds since the run started."""
