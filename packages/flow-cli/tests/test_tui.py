@@ -363,6 +363,9 @@ def test_workspace_path_with_brackets_is_shown_verbatim(env, h, tmp_path) -> Non
     odd = tmp_path / "proj[bold]x"
     odd.mkdir()
     cfg = h.operator_config(tmp_path / "op.toml", odd)
+    # Wide enough that the table never wraps the path, however deep tmp_path is (xdist adds a
+    # worker folder).
+    env.vars["COLUMNS"] = "400"
     result = env.flow("tui", "--config", str(cfg), stdin="/status\n")
     assert result.code == 0, result.stderr
     assert f"workspace: {odd}" in result.stdout  # the banner
