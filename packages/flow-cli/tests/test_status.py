@@ -14,11 +14,16 @@ def test_status_with_workspace_only(env, workspace: Path) -> None:
     report = result.json()
     assert report["kind"] == "status"
     assert report["status"] == "ok"
-    assert report["ok"] is True
+    # No check is configured, so no run could be verified: status says so, not "ok".
+    assert report["ok"] is False
+    assert [w["code"] for w in report["warnings"]] == ["preflight_no_required_check"]
     assert report["workspace"] == str(workspace)
     assert report["trusted"] is False
     assert report["config_sources"] == []
-    assert result.stderr == ""  # nothing to warn about, and stderr is not a terminal
+    # stderr is not a terminal: no summary line, only the warning.
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("flow: warning: no required check is configured")
+    assert line.endswith("[preflight_no_required_check]")
 
 
 @pytest.mark.parametrize(

@@ -295,11 +295,14 @@ def test_missing_workspace_is_an_error_report(
     cfg = flow_config({"tests": TESTS})
     (ws / "app.py").unlink()
     ws.rmdir()
-    report = Runtime(cfg, trusted=True, backend=ScriptedBackend([text("plan")])).run("t")
+    backend = ScriptedBackend([text("plan")])
+    report = Runtime(cfg, trusted=True, backend=backend).run("t")
     assert report.status == "error"
     assert not report.ok
     assert report.errors
-    assert report.errors[0].code == "root_invalid"
+    # Preflight names the missing workspace before any model request.
+    assert report.errors[0].code == "preflight_workspace_missing"
+    assert backend.requests == []
 
 
 def test_ctrl_c_during_check_kills_the_group_and_reports_interrupted(

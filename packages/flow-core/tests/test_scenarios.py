@@ -195,19 +195,35 @@ def test_repair_cycles_exhausted(ws: Path, flow_config: Callable[..., FlowConfig
 
 
 def test_missing_executable(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
+    # A required check whose program is missing can never pass: preflight refuses the run
+    # before the first model request, and nothing is edited.
     checks = {"tests": {"cmd": ["./.venv/bin/pytest"], "kind": "test"}, "lint": LINT}
-    rt, _ = runtime(
+    rt, backend = runtime(
         flow_config(checks, agent={"max_cycles": 1}), [PLAN, edit("x = 1", "x = 2"), text("done")]
+    )
+    before = {p.name: p.read_bytes() for p in ws.iterdir() if p.is_file()}
+    report = rt.run("t")
+    assert report.status == "error"
+    assert [e.code for e in report.errors] == ["preflight_check_missing"]
+    assert "./.venv/bin/pytest" in report.errors[0].message
+    assert backend.requests == []
+    assert {p.name: p.read_bytes() for p in ws.iterdir() if p.is_file()} == before
+
+
+def test_optional_missing_executable_still_runs(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    gone = {"cmd": ["./.venv/bin/pytest"], "kind": "test", "required": False}
+    rt, _ = runtime(
+        flow_config({"extra": gone, "lint": LINT}, agent={"max_cycles": 1}),
+        [PLAN, edit("x = 1", "x = 2"), text("done")],
     )
     report = rt.run("t")
     consistent(report)
-    assert report.status == "unverified"
-    tests = report.checks[0]
-    assert tests.status == "missing"
-    assert tests.error is not None
-    assert tests.error.code == "check_missing"
-    assert report.verification is not None
-    assert any("missing (check_missing)" in r for r in report.verification.reasons)
+    extra = report.checks[0]
+    assert extra.status == "missing"
+    assert extra.error is not None
+    assert extra.error.code == "check_missing"
 
 
 def _alive_in_group(pgid: int) -> bool:

@@ -29,3 +29,23 @@ def test_reports_validate_against_the_shipped_schema() -> None:
     bad = report.to_dict() | {"status": "great"}
     validator = jsonschema.Draft202012Validator(schema)
     assert list(validator.iter_errors(bad))
+
+
+def test_run_store_fields_are_in_the_schema() -> None:
+    schema = shipped()
+    props = schema["properties"]
+    assert isinstance(props, dict)
+    assert {"run_id", "run_dir", "isolation", "rolled_back", "warnings"} <= set(props)
+    report = Report(
+        kind="run",
+        ok=False,
+        status="unverified",
+        flow_version="0.1.0",
+        run_id="20261130T210856123456Z-abcdef",
+        run_dir="/home/u/.local/state/flow/runs/20261130T210856123456Z-abcdef",
+        isolation={"mode": "git-worktree", "applied": False, "reason": "not verified"},
+    )
+    jsonschema.validate(report.to_dict(), schema)
+    bad = report.to_dict()
+    bad["isolation"] = {"mode": "chroot", "applied": True}
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(bad))

@@ -1,4 +1,4 @@
-"""The click application: ``flow [status|check|run|tui|serve|completion]``.
+"""The click application: ``flow [status|check|run|runs|show|undo|apply|tui|serve|completion]``.
 
 Exit codes (seed: "Approve checks, then run"): 0 ok, 1 failed or unverified, 2 configuration or
 usage error, 130 interrupted. ``status``, ``check`` and ``run`` print exactly one JSON object on
@@ -121,17 +121,25 @@ def check(ctx: click.Context, /, name: str | None, **values: str | bool | None) 
 
 @cli.command()
 @click.argument("task")
+@click.option(
+    "--isolate/--no-isolate",
+    default=None,
+    help="Work in a git worktree (or a private copy) and apply only a verified change "
+    "(default: [runs] isolate).",
+)
 @common_options
 @click.pass_context
-def run(ctx: click.Context, /, task: str, **values: str | bool | None) -> int:
+def run(ctx: click.Context, /, task: str, isolate: bool | None, **values: str | bool | None) -> int:
     """Run the verified planner → coder → reviewer workflow on TASK; print one JSON report.
 
     Without --trusted only the plan is made (read-only) and the exit code is 1. Exit 0 only
-    when the run is verified.
+    when the run is verified. Every run is recorded (flow runs, flow show, flow undo); a run
+    that could never be verified (no required check, a required check's program missing, an
+    empty task) is refused before any model request, with exit code 2.
     """
     from flow_cli._commands import run_report_command
 
-    return run_report_command("run", collect(ctx, **values), task=task)
+    return run_report_command("run", collect(ctx, **values), task=task, isolate=isolate)
 
 
 @cli.command()
@@ -191,6 +199,73 @@ def completion(shell: str) -> int:
     assert completer is not None  # the Choice above names only click's built-in shells
     click.echo(completer(cli, {}, "flow", "_FLOW_COMPLETE").source())
     return EXIT_OK
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout, not a table.")
+@click.option("--all", "everywhere", is_flag=True, help="Runs of every workspace.")
+@click.option(
+    "--limit", type=click.IntRange(0), default=20, show_default=True, help="Newest N (0: all)."
+)
+@common_options
+@click.pass_context
+def runs(
+    ctx: click.Context, /, as_json: bool, everywhere: bool, limit: int, **values: str | bool | None
+) -> int:
+    """List recorded runs, newest first: id, time, status, changed files, workspace, task.
+
+    Only this workspace's runs unless --all. The records live under
+    $XDG_STATE_HOME/flow/runs (default ~/.local/state/flow/runs).
+    """
+    from flow_cli._runs import list_runs
+
+    return list_runs(collect(ctx, **values), as_json=as_json, limit=limit, everywhere=everywhere)
+
+
+@cli.command()
+@click.argument("run_id", metavar="[ID]", required=False)
+@click.option("--diff", "part", flag_value="diff", help="Print the run's diff.")
+@click.option("--transcript", "part", flag_value="transcript", help="Print the transcript (JSONL).")
+@click.option("--plan", "part", flag_value="plan", help="Print the plan.")
+@click.option("--json", "part", flag_value="json", help="Print the run's JSON report.")
+@common_options
+@click.pass_context
+def show(
+    ctx: click.Context, /, run_id: str | None, part: str | None, **values: str | bool | None
+) -> int:
+    """Show a recorded run (default: this workspace's latest), or one part of its record."""
+    from flow_cli._runs import show_run
+
+    return show_run(collect(ctx, **values), run_id, part)
+
+
+@cli.command()
+@click.argument("run_id", metavar="[ID]", required=False)
+@click.option("--force", is_flag=True, help="Restore even files that changed after the run.")
+@common_options
+@click.pass_context
+def undo(
+    ctx: click.Context, /, run_id: str | None, force: bool, **values: str | bool | None
+) -> int:
+    """Restore the files a run changed and remove the files it created (default: latest run).
+
+    Refused, changing nothing, when any of them changed after the run, unless --force. The
+    undo is recorded too: flow undo UNDO-ID puts the change back.
+    """
+    from flow_cli._runs import undo as undo_command
+
+    return undo_command(collect(ctx, **values), run_id, force=force)
+
+
+@cli.command(name="apply")
+@click.argument("run_id", metavar="ID")
+@common_options
+@click.pass_context
+def apply_command(ctx: click.Context, /, run_id: str, **values: str | bool | None) -> int:
+    """Apply an isolated run's kept change to the workspace (refused if the files moved on)."""
+    from flow_cli._runs import apply
+
+    return apply(collect(ctx, **values), run_id)
 
 
 def run_cli(argv: list[str]) -> int:

@@ -35,8 +35,21 @@ _EXIT_BY_STATUS = {
     "interrupted": EXIT_INTERRUPTED,
 }
 
-#: Error codes that mean "fix the configuration or the command line" (exit 2).
-_USAGE_CODES = frozenset({"config_invalid", "check_unknown", "not_trusted", "usage_error"})
+#: Error codes that mean "fix the configuration or the command line" (exit 2): preflight's
+#: refusals (no required check, a missing check program, an empty task, no workspace) too.
+_USAGE_CODES = frozenset(
+    {
+        "config_invalid",
+        "check_unknown",
+        "not_trusted",
+        "usage_error",
+        "run_store_unusable",
+        "preflight_check_missing",
+        "preflight_empty_task",
+        "preflight_no_required_check",
+        "preflight_workspace_missing",
+    }
+)
 
 
 def exit_code_for(report: Report) -> int:
@@ -47,6 +60,8 @@ def exit_code_for(report: Report) -> int:
     """
     if report.status == "error" and any(e.code in _USAGE_CODES for e in report.errors):
         return EXIT_USAGE
+    if report.verified and report.isolation is not None and not report.isolation.applied:
+        return EXIT_FAILED  # verified in isolation, but the workspace moved: not applied
     return _EXIT_BY_STATUS.get(report.status, EXIT_FAILED)
 
 
@@ -64,21 +79,29 @@ def build_runtime(
         on_event: progress sink, or None.
         model: a model that overrides ``opts.model`` (the TUI's ``/model NAME``).
 
+    Every run of this runtime is recorded in the user's run store
+    (``$XDG_STATE_HOME/flow/runs``).
+
     Raises:
         flow_core.ConfigError: the configuration is invalid (message names file, key, fix).
+        flow_core.store.StoreError: the run store lies inside the workspace
+            (``run_store_unusable``; exit 2).
     """
     from flow_core import Runtime, load_config
+    from flow_core.store import RunStore
 
     loaded = load_config(
         config_file=opts.config,
         workspace=opts.workspace,
         model=model if model is not None else opts.model,
     )
+    config = loaded.config
     return Runtime(
-        loaded.config,
+        config,
         trusted=opts.trusted,
         on_event=on_event,
         config_sources=tuple(loaded.sources),
+        store=RunStore.for_workspace(config.workspace_dir, config.runs),
     )
 
 
@@ -189,6 +212,7 @@ def run_report_command(
     *,
     name: str | None = None,
     task: str | None = None,
+    isolate: bool | None = None,
 ) -> int:
     """Run ``status``, ``check`` or ``run`` and print exactly one JSON report on stdout.
 
@@ -197,13 +221,14 @@ def run_report_command(
         opts: the merged common flags.
         name: the check name for ``check`` (None: every configured check).
         task: the task text for ``run``.
+        isolate: ``run --isolate`` (None: the config's ``[runs] isolate``).
 
     Returns:
         The exit code (see ``exit_code_for``; 2 for configuration and trust errors).
     """
     interrupts = _Interrupts()
     with StdoutGuard() as out, interrupts.signals.installed():
-        code, report = _produce(kind, opts, interrupts, name=name, task=task)
+        code, report = _produce(kind, opts, interrupts, name=name, task=task, isolate=isolate)
         out.emit(report.to_json())
     return code
 
@@ -215,11 +240,13 @@ def _produce(
     *,
     name: str | None,
     task: str | None,
+    isolate: bool | None = None,
 ) -> tuple[int, Report]:
     runtime: Runtime | None = None
     progress = None
     try:
         from flow_core import ConfigError, FlowError, NotTrustedError
+        from flow_core.store import StoreError
 
         try:
             if kind != "status" and sys.stderr.isatty():
@@ -241,8 +268,8 @@ def _produce(
             elif kind == "check":
                 report = runtime.check(name)
             else:
-                report = runtime.run(task or "")
-        except (ConfigError, NotTrustedError) as err:
+                report = runtime.run(task or "", isolate=isolate)
+        except (ConfigError, NotTrustedError, StoreError) as err:
             say(f"{err.message} [{err.code}]")
             report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
             return EXIT_USAGE, report
@@ -259,6 +286,11 @@ def _produce(
             say("interrupted; check process groups were killed")
         elif not report.ok:
             _explain(report)
+        if kind == "run":
+            from flow_cli._leftover import leftover_lines
+
+            for line in leftover_lines(report):
+                say(line)
         return exit_code_for(report), report
     except KeyboardInterrupt:
         if runtime is not None:
@@ -305,7 +337,7 @@ def _describe_setup(report: Report, runtime: Runtime) -> None:
     The report has no field for the model backend, so its kind and ``base_url`` are shown
     here, for people, and only when stderr is a terminal (a script gets stdout alone).
     """
-    from flow_cli._summary import missing_executable, status_line
+    from flow_cli._summary import clean, missing_executable, status_line
 
     if sys.stderr.isatty():
         say(status_line(report, runtime.config))
@@ -313,6 +345,9 @@ def _describe_setup(report: Report, runtime: Runtime) -> None:
         warning = missing_executable(spec, report.workspace)
         if warning is not None:
             say(warning)
+    for problem in report.warnings:
+        if problem.code != "preflight_check_missing":  # said per check just above
+            say(clean(f"warning: {problem.message} [{problem.code}]"))
 
 
 def _explain(report: Report) -> None:

@@ -163,6 +163,21 @@ class Timings(_Model):
     flow_ms: float = 0.0
 
 
+class Isolation(_Model):
+    """How an isolated run (``--isolate``, ``[runs] isolate``) ran and what came back of it."""
+
+    mode: Literal["git-worktree", "copy"] = Field(
+        description="a linked git worktree of HEAD plus the uncommitted state, or a private "
+        "copy of a workspace without git"
+    )
+    applied: bool = Field(
+        description="the verified change was written to the workspace as one patch"
+    )
+    reason: str | None = Field(
+        default=None, description="why it was not applied (unverified, or the workspace moved)"
+    )
+
+
 class Report(_Model):
     """The single JSON object that ``flow status|check|run`` print and MCP tools return."""
 
@@ -187,7 +202,25 @@ class Report(_Model):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     budgets: Budgets | None = None
     errors: list[ErrorInfo] = Field(default_factory=list)
+    warnings: list[ErrorInfo] = Field(
+        default_factory=list,
+        description="status: setup problems that would stop a run from being verified "
+        "(preflight_* codes)",
+    )
     timings: Timings = Field(default_factory=Timings)
+    run_id: str | None = Field(
+        default=None, description="the run's id in the run store (flow show/undo ID)"
+    )
+    run_dir: str | None = Field(
+        default=None, description="the run's record folder (transcript, diff, pre-images)"
+    )
+    isolation: Isolation | None = Field(
+        default=None, description="set when the run ran in an isolated tree"
+    )
+    rolled_back: list[str] = Field(
+        default_factory=list,
+        description="files restored at the end because [runs] on_unverified = 'rollback'",
+    )
 
     def to_json(self) -> str:
         """Compact JSON, one line, UTF-8 safe."""

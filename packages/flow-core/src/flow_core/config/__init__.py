@@ -2,6 +2,7 @@
 
 from flow_core.config._executables import executable_identity, resolve_executable
 from flow_core.config._load import MAX_CONFIG_BYTES, load_config, user_config_path
+from flow_core.config._runs import RunsConfig
 from flow_core.config._schema import (
     DEFAULT_PROTECTED,
     AgentConfig,
@@ -25,6 +26,7 @@ __all__ = [
     "ModelsConfig",
     "OllamaConfig",
     "OpenAIConfig",
+    "RunsConfig",
     "executable_identity",
     "load_config",
     "resolve_executable",

@@ -34,6 +34,7 @@ from flow_core._protocols import ROLES
 from flow_core._report import CheckKind
 from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
+from flow_core.config._runs import RunsConfig
 
 __all__ = [
     "DEFAULT_PROTECTED",
@@ -226,7 +227,8 @@ class FlowConfig(BaseModel):
         workspace_dir: absolute path of an existing directory, written as a root key before any
             table (seed: "Approve checks, then run").
         backend: ``"ollama"`` (default) or ``"openai"``.
-        ollama / openai / models / agent: the tables of the same names.
+        ollama / openai / models / agent / runs: the tables of the same names (``runs``:
+            ``flow_core.config.RunsConfig``, the run store and isolation).
         checks: named checks, ``[checks.NAME]``; names are letters, digits, ``_ . -``.
         protected: workspace-relative paths the file tools may read but never write: always
             ``DEFAULT_PROTECTED`` (files that launch MCP servers or agent hooks), the checks'
@@ -246,6 +248,7 @@ class FlowConfig(BaseModel):
     openai: OpenAIConfig = Field(default_factory=OpenAIConfig)
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    runs: RunsConfig = Field(default_factory=RunsConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
     protected: tuple[str, ...] = DEFAULT_PROTECTED
 

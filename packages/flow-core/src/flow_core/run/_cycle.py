@@ -70,6 +70,7 @@ class RunDriver:
             )
             return "failed"
         state.plan = planner.text
+        state.journal.plan(planner.text)
         if not self.trusted:
             reason = "read-only run (no --trusted): planned only; nothing written, no check run"
             state.error("not_trusted", reason)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import ChatBackend, ChatMessage, ChatResponse
@@ -86,11 +86,26 @@ class _RecordingBackend:
         return None
 
 
-class Journal:
-    """Writes one run into its ``RunRecord`` (see the module docstring)."""
+#: Tools after which the written files' hashes are recorded (``files.jsonl`` post lines).
+_WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 
-    def __init__(self, record: RunRecord | None) -> None:
+
+class Journal:
+    """Writes one run into its ``RunRecord`` (see the module docstring).
+
+    Args:
+        record: the run's record, or None (nothing is written).
+        hashes: returns the SHA-256 of every file the run wrote so far (the runtime's
+            ``ChangeTracker.hashes``); called after each successful write tool call.
+    """
+
+    def __init__(
+        self,
+        record: RunRecord | None,
+        hashes: Callable[[], Mapping[str, str | None]] | None = None,
+    ) -> None:
         self.record = record
+        self._hashes = hashes
 
     def wrap(self, backend: ChatBackend, **where: Any) -> ChatBackend:
         """``backend`` itself, or a recording wrapper when a record is attached."""
@@ -114,7 +129,11 @@ class Journal:
         content: str,
         **where: Any,
     ) -> None:
-        """One tool call: the arguments as the model sent them and the result it was shown."""
+        """One tool call: the arguments as the model sent them and the result it was shown.
+
+        After a successful write the written files' hashes follow, so a run killed later
+        still tells undo what each file should hold.
+        """
         self.note(
             "tool_call",
             id=call_id,
@@ -125,28 +144,36 @@ class Journal:
             result=content,
             **where,
         )
+        if ok and name in _WRITE_TOOLS:
+            self.settle()
 
     def check(self, result: CheckResult, cycle: int | None) -> None:
         """One check's result with its output tail."""
         self.note("check", cycle=cycle, **result.model_dump(mode="json"))
+
+    def plan(self, text: str) -> None:
+        """Write ``plan.md`` as soon as the planner finished (best effort)."""
+        if self.record is not None:
+            with contextlib.suppress(Exception):
+                self.record.write_file("plan.md", text.encode("utf-8", "replace"))
 
     def pre_image(self, path: str, data: bytes | None) -> None:
         """Keep a pre-image before a first write; raises when it cannot (see RunRecord)."""
         if self.record is not None:
             self.record.pre_image(path, data)
 
-    def post_hashes(self, hashes: Mapping[str, str | None]) -> None:
-        """The current SHA-256 of the files written so far."""
-        if self.record is not None:
-            self.record.post_hashes(hashes)
+    def settle(self) -> None:
+        """Record the current hashes of the written files (before leaving the workspace)."""
+        if self.record is not None and self._hashes is not None:
+            with contextlib.suppress(Exception):
+                self.record.post_hashes(self._hashes())
 
-    def finish(self, report: Report, hashes: Mapping[str, str | None], **meta: Any) -> None:
-        """Write report, plan, diff and manifest; set the final status (best effort)."""
+    def finish(self, report: Report, **meta: Any) -> None:
+        """Write report, diff and manifest; set the final status (best effort)."""
         record = self.record
         if record is None:
             return
         with contextlib.suppress(Exception):
-            record.post_hashes(hashes)
             if report.plan is not None:
                 record.write_file("plan.md", report.plan.encode("utf-8", "replace"))
             record.write_file("diff.patch", report.diff.encode("utf-8", "replace"))

@@ -66,6 +66,7 @@ def run_role(
     ctx.add(ChatMessage(role="system", content=system))
     ctx.add(ChatMessage(role="user", content=user))
     state.emit("role_started", role=role, cycle=cycle, detail={"model": model})
+    backend = state.journal.wrap(backend, role=role, cycle=cycle)
     for turn in range(1, agent.max_iterations + 1):
         state.check_stop()
         if not ctx.fit(limit):
@@ -188,6 +189,17 @@ def _answer_calls(
             raise RunEnded
         args = call.arguments if isinstance(call.arguments, dict) else {}
         outcome = toolbox.call(call.name, args)
+        state.journal.tool_call(
+            call_id=outcome.id,
+            name=call.name,
+            arguments=call.arguments,
+            ok=outcome.ok,
+            error=outcome.error,
+            content=outcome.content,
+            role=role,
+            cycle=cycle,
+            turn=turn,
+        )
         state.emit(
             "tool_call",
             role=role,

@@ -27,12 +27,15 @@ from flow_core._errors import (
 from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
 from flow_core._report import CheckResult, Report, ReportStatus
 from flow_core.run._changes import ChangeTracker
+from flow_core.run._journal import NULL_JOURNAL, Journal
+from flow_core.run._preflight import preflight
 from flow_core.run._reporting import build_report, status_report
 from flow_core.run._state import Interrupted, RunState
 from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
+    from flow_core.store import RunStore
     from flow_core.tools import ToolBox
     from flow_safeio import Workspace
 
@@ -67,6 +70,10 @@ class Runtime:
             dirty buffers and the gate compares its freshness snapshots.
         on_event: receives progress ``Event``s; must be fast; exceptions from it are ignored.
         config_sources: the config files that were loaded (reported as-is).
+        store: the run store (``flow_core.store.RunStore``); each ``run`` then gets a record
+            there (transcript, pre-images, diff, report) and its report names it. None (the
+            default for library use) records nothing, except that an isolated run uses the
+            user's store.
 
     The runtime owns ``backend`` and ``editor``: ``close()`` closes both.
     """
@@ -80,6 +87,7 @@ class Runtime:
         editor: EditorBridge | None = None,
         on_event: EventSink | None = None,
         config_sources: Sequence[str] = (),
+        store: RunStore | None = None,
     ) -> None:
         self.config = config
         self.trusted = trusted
@@ -87,6 +95,7 @@ class Runtime:
         self._editor = editor
         self._on_event = on_event
         self._config_sources = list(config_sources)
+        self._store = store
         self._workspace: Workspace | None = None
         self._editor_schemas: list[dict[str, Any]] | None = None
         self._changes = ChangeTracker(self._get_workspace)
@@ -98,9 +107,16 @@ class Runtime:
         """Describe the configuration: no model request, no command, no httpx import.
 
         Returns:
-            A report of kind ``"status"``, status ``"ok"``, ``ok`` true.
+            A report of kind ``"status"``, status ``"ok"`` (the configuration loaded); ``ok``
+            is false, and ``warnings`` says why, when a run could not be verified as
+            configured (``run/_preflight.py``: no required check, a required check's
+            executable missing, the workspace gone).
         """
-        return status_report(self.config, trusted=self.trusted, sources=self._config_sources)
+        report = status_report(self.config, trusted=self.trusted, sources=self._config_sources)
+        warnings = preflight(self.config, task=None, trusted=self.trusted)
+        if warnings:
+            report = report.model_copy(update={"ok": False, "warnings": warnings})
+        return report
 
     def check(self, name: str | None = None) -> Report:
         """Run one configured check by name, or every configured check (config order).
@@ -143,20 +159,79 @@ class Runtime:
             status = "interrupted"
         return self._report("check", status, ok=status == "passed")
 
-    def run(self, task: str) -> Report:
+    def run(self, task: str, *, isolate: bool | None = None) -> Report:
         """Run one task through plan → code → verify → review.
 
         Args:
             task: what to do, in natural language.
+            isolate: run in a private tree and apply only a verified change
+                (``run/_isolated.py``); None takes ``[runs] isolate``. Ignored for a read-only
+                run and with an editor attached (Rose edits the real buffers).
 
         Returns:
             A report of kind ``"run"``; ``ok == verified``. Status ``"verified"``,
             ``"unverified"``, ``"read_only"`` (no trust), ``"failed"`` (the planner could not
-            finish, or the backend/editor failed) or ``"interrupted"``.
+            finish, or the backend/editor failed), ``"interrupted"``, or ``"error"`` (preflight
+            refused it before any model request: ``preflight_*`` codes; or the run store
+            could not be used). With a store, ``run_id``/``run_dir`` name the record.
         """
+        problems = preflight(self.config, task=task, trusted=self.trusted)
+        if problems:
+            self._state = self._new_state(task)
+            self._changes = ChangeTracker(self._get_workspace)
+            self._state.errors.extend(problems)
+            return self._report("run", "error", ok=False)
+        isolate = self.config.runs.isolate if isolate is None else isolate
+        if isolate and self.trusted and self._editor is None:
+            from flow_core.run._isolated import run_isolated
+            from flow_core.store import RunStore, StoreError
+
+            try:
+                store = self._store or RunStore.for_workspace(
+                    self.config.workspace_dir, self.config.runs
+                )
+                return run_isolated(self, task, store)
+            except StoreError as err:
+                return self._failed_report(task, err.code, err.message)
+        return self._run_recorded(task)
+
+    def _run_recorded(self, task: str) -> Report:
+        """A run in the workspace itself, recorded when a store is attached."""
+        from flow_core.store import StoreError
+
+        journal = NULL_JOURNAL
+        if self._store is not None:
+            try:
+                record = self._store.begin(workspace=str(self.config.workspace_dir), task=task)
+            except StoreError as err:
+                return self._failed_report(task, err.code, err.message)
+            # A lambda: _run_journaled replaces self._changes, the journal must see the new one.
+            journal = Journal(record, hashes=lambda: self._changes.hashes())  # noqa: PLW0108
+        report = self._run_journaled(task, journal)
+        rolled: list[str] = []
+        policy = self.config.runs.on_unverified
+        if policy == "rollback" and not report.verified and report.changed_files:
+            failed = self.rollback()
+            rolled = [p for p in report.changed_files if p not in failed]
+            journal.note("rollback", restored=rolled, failed=failed)
+            journal.settle()
+        if journal.record is not None:
+            record = journal.record
+            report = report.model_copy(
+                update={"run_id": record.id, "run_dir": str(record.dir), "rolled_back": rolled}
+            )
+            journal.finish(report)
+        elif rolled:
+            report = report.model_copy(update={"rolled_back": rolled})
+        return report
+
+    def _run_journaled(self, task: str, journal: Journal) -> Report:
+        """The run itself, on the current config's workspace, written into ``journal``."""
         state = self._state = self._new_state(task)
+        state.journal = journal
         self._changes = ChangeTracker(self._get_workspace)
         state.emit("run_started", detail={"task": task[:200]})
+        journal.note("run_started", task=task, workspace=str(self.config.workspace_dir))
         status: ReportStatus
         try:
             from flow_core.run._cycle import RunDriver
@@ -184,9 +259,25 @@ class Runtime:
         except SafeIOError as err:  # the workspace root is missing, replaced or unreadable
             state.error(err.code, f"workspace unusable: {err}")
             status = "error"
+        journal.settle()
         report = self._report("run", status, ok=status == "verified")
+        journal.note("run_finished", status=status, errors=[e.code for e in report.errors])
         state.emit("run_finished", ok=report.ok, detail={"status": status})
         return report
+
+    def _failed_report(self, task: str, code: str, message: str) -> Report:
+        """A run report for a run that could not start (status ``error``)."""
+        self._state = self._new_state(task)
+        self._changes = ChangeTracker(self._get_workspace)
+        self._state.error(code, message)
+        return self._report("run", "error", ok=False)
+
+    def _use_config(self, config: FlowConfig) -> None:
+        """Switch the workspace the next run works in (isolated runs); closes the old one."""
+        if self._workspace is not None:
+            self._workspace.close()
+            self._workspace = None
+        self.config = config
 
     def list_models(self) -> list[str]:
         """Models installed on the backend (builds the backend if needed).
@@ -289,6 +380,7 @@ class Runtime:
             owner=self,
             should_stop=lambda: state.stop,
         )
+        state.journal.check(result, cycle)
         state.checks_ms += result.duration_ms
         state.emit(
             "check_finished",
@@ -300,6 +392,27 @@ class Runtime:
         if result.status == "interrupted":
             state.stop = True
         return result
+
+    def _keep_pre_image(self, path: str) -> None:
+        """Keep ``path``'s pre-image in memory and, before the write, in the run's record.
+
+        Raises:
+            ToolError: ``run_store_full`` / ``run_store_unusable`` when the record cannot
+                keep it: the write is refused, because it could not be undone.
+        """
+        from flow_core.store import StoreError
+        from flow_core.tools._toolbox import ToolError
+
+        self._changes.keep_pre_image(path)
+        try:
+            self._state.journal.pre_image(path, self._changes.pre[path])
+        except StoreError as err:
+            raise ToolError(err.code, err.message) from err
+        except OSError as err:
+            raise ToolError(
+                "run_store_unusable",
+                f"the run record cannot keep the pre-image of {path} ({err}); write refused",
+            ) from err
 
     def _check_editor_workspace(self, editor: EditorBridge) -> None:
         """Rose's resolved workspace must be Flow's (``docs/architecture.md``, "Rose").
@@ -333,7 +446,7 @@ class Runtime:
             trusted=self.trusted,
             check_names=list(self.config.checks),
             run_check=lambda name: self._run_one_check(name, cycle),
-            before_write=self._changes.keep_pre_image,
+            before_write=self._keep_pre_image,
             editor=self._editor,
             editor_schemas=self._editor_schemas or (),
             cycle=cycle,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import Event, EventKind, EventSink, Role
 from flow_core._report import CheckResult, CycleRecord, ErrorInfo, RoleUsage, Verification
+from flow_core.run._journal import NULL_JOURNAL, Journal
 
 if TYPE_CHECKING:
     from flow_core.tools import ToolLedger
@@ -64,6 +65,7 @@ class RunState:
     history: list[CycleRecord] = field(default_factory=list)
     final_checks: list[CheckResult] = field(default_factory=list)
     verification: Verification | None = None
+    journal: Journal = NULL_JOURNAL  # the run's record in the run store (``_journal``)
     _ledger: ToolLedger | None = field(default=None, init=False, repr=False)
 
     @property

@@ -1,0 +1,108 @@
+"""An isolated run: the whole workflow in a private tree; only a verified change comes back.
+
+``Runtime.run(task, isolate=True)`` (or ``[runs] isolate = true``) calls ``run_isolated``:
+
+1. a run record is started and the tree is made inside it (``flow_core.store.prepare_tree``:
+   a git worktree of ``HEAD`` carrying the user's uncommitted state, or a private copy);
+2. the runtime runs plan → code → verify → review with the tree as its workspace: the file
+   tools (flow-safeio, protected paths, no ``.git`` access) and the checks work there;
+3. the new bytes of every changed file are kept in the record (``post/NNNN``);
+4. the tree is removed (``git worktree remove --force`` and ``git worktree prune``);
+5. a verified change is applied to the real workspace as one patch
+   (``flow_core.store.apply_run``), refused when any of its files no longer holds the bytes
+   the run started from; an unverified change is not applied and stays in the record for
+   ``flow show ID --diff`` and ``flow apply ID``.
+
+Source: the project's ``docs/architecture.md`` ("Isolated runs").
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from flow_core._report import ErrorInfo, Isolation, Report
+from flow_core.run._journal import Journal
+from flow_core.store import (
+    RunStore,
+    StoreError,
+    apply_run,
+    prepare_tree,
+    remove_tree,
+)
+from flow_safeio import SafeIOError, Workspace
+
+if TYPE_CHECKING:
+    from flow_core.run._runtime import Runtime
+
+__all__ = ["run_isolated"]
+
+
+def _keep_new_content(runtime: Runtime, journal: Journal) -> None:
+    """Store the changed files' new bytes in the record, read from the tree."""
+    record = journal.record
+    if record is None:
+        return
+    for entry in record.changed_files():
+        if entry.post_sha256 is None:
+            continue
+        data = runtime._changes.read_disk(entry.path)
+        if data is not None:
+            record.store_post_image(entry.path, data)
+
+
+def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
+    """Run ``task`` in an isolated tree and apply the change only when it is verified.
+
+    Returns:
+        The run's report, with ``workspace`` the real workspace, ``isolation`` set, and
+        ``run_id``/``run_dir`` naming the record. A tree that cannot be made, or a refused
+        apply, is reported in ``errors`` (codes ``isolate_failed``, ``apply_conflict``).
+    """
+    original = runtime.config
+    workspace = str(original.workspace_dir)
+    record = store.begin(workspace=workspace, task=task, isolated=True)
+    journal = Journal(record, hashes=lambda: runtime._changes.hashes())  # noqa: PLW0108
+    try:
+        tree = prepare_tree(Path(workspace), record.dir / "tree")
+    except StoreError as err:
+        report = runtime._failed_report(task, err.code, err.message)
+        journal.finish(report, isolated=True, applied=False)
+        return report.model_copy(update={"run_id": record.id, "run_dir": str(record.dir)})
+    record.save_meta(isolation=tree.kind)
+    runtime._use_config(original.model_copy(update={"workspace_dir": tree.root}))
+    try:
+        report = runtime._run_journaled(task, journal)
+        with contextlib.suppress(StoreError, OSError):
+            _keep_new_content(runtime, journal)
+    finally:
+        runtime._use_config(original)
+        remove_tree(tree)
+    reason: str | None = None
+    applied = False
+    errors = list(report.errors)
+    if not report.changed_files:
+        reason = "nothing changed"
+    elif not report.verified:
+        reason = f"not verified ({report.status}): kept in the run record"
+    else:
+        try:
+            with Workspace(workspace, protected=tuple(original.protected)) as ws:
+                apply_run(store, store.get(record.id), ws)
+            applied = True
+        except (StoreError, SafeIOError) as err:
+            code = getattr(err, "code", "apply_conflict")
+            reason = getattr(err, "message", str(err))
+            errors.append(ErrorInfo(code=code, message=reason))
+    report = report.model_copy(
+        update={
+            "workspace": workspace,
+            "errors": errors,
+            "isolation": Isolation(mode=tree.kind, applied=applied, reason=reason),
+            "run_id": record.id,
+            "run_dir": str(record.dir),
+        }
+    )
+    journal.finish(report, isolated=True, applied=applied)
+    return report
