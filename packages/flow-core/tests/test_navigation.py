@@ -311,3 +311,29 @@ def test_missed_edit_names_the_closest_line(ws: Workspace) -> None:
     assert "only in whitespace" in out.content
     nothing = b.call("edit_file", {"path": "g.py", "old_text": "zzzzqqqq", "new_text": "y"})
     assert "No line resembles" in nothing.content
+
+
+def test_diff_hunk_headers_number_lines_as_git_does(tmp_path: Path) -> None:
+    from flow_core.run._changes import unified_diff
+
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    old = "".join(f"# a{c}b {i}\n" for i, c in enumerate(ODD_BREAKS)) + "x = 1\ny = 2\n"
+    new = old.replace("x = 1", "x = 2")
+    (tmp_path / "old.py").write_bytes(old.encode())
+    (tmp_path / "new.py").write_bytes(new.encode())
+    got = subprocess.run(
+        [git, "diff", "--no-index", "--no-color", "-U3", "old.py", "new.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    ).stdout.decode()
+    theirs = [ln for ln in got.split("\n") if ln.startswith("@@")]
+    ours = [
+        ln
+        for ln in unified_diff("f.py", old.encode(), new.encode()).split("\n")
+        if ln.startswith("@@")
+    ]
+    assert ours == [h.split(" @@")[0] + " @@" for h in theirs]
+    assert ours == [f"@@ -{len(ODD_BREAKS) - 2},5 +{len(ODD_BREAKS) - 2},5 @@"]

@@ -10,8 +10,9 @@ import contextlib
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -21,6 +22,33 @@ if TYPE_CHECKING:
     from flow_core import Event
 
 _RECENT_TOOLS = 6
+_CALL_WIDTH = 110
+
+
+def describe_call(
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    error: str | None = None,
+    message: str | None = None,
+    *,
+    width: int = _CALL_WIDTH,
+) -> str:
+    """One line for a tool call: ``name(key=value, ...)`` and, when it failed, code and message.
+
+    Values are shown as in the report (long strings already cut there) and the whole line is
+    cut to ``width`` characters; control characters are shown escaped.
+    """
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in (arguments or {}).items())
+    line = f"{name}({shown})"
+    if error:
+        line += f": {error}" + (f": {message}" if message else "")
+    line = line.encode("unicode_escape").decode("ascii") if not line.isprintable() else line
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _short(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 @dataclass
@@ -36,7 +64,7 @@ class ProgressState:
     role: str | None = None
     cycle: int | None = None
     turn: int | None = None
-    tools: deque[tuple[str, bool | None]] = field(
+    tools: deque[tuple[str, bool | None, str]] = field(
         default_factory=lambda: deque(maxlen=_RECENT_TOOLS)
     )
     tool_count: int = 0
@@ -60,7 +88,15 @@ class ProgressState:
                 self.phase = f"{event.role} working"
             elif kind == "tool_call":
                 self.tool_count += 1
-                self.tools.append((event.name or "?", event.ok))
+                detail = event.detail
+                args = detail.get("arguments")
+                line = describe_call(
+                    event.name or "?",
+                    args if isinstance(args, Mapping) else None,
+                    _str_or_none(detail.get("error")),
+                    _str_or_none(detail.get("message")),
+                )
+                self.tools.append((event.name or "?", event.ok, line))
             elif kind == "check_started":
                 self.running_checks[event.name or "?"] = time.monotonic()
                 self.phase = "checks running"
@@ -99,9 +135,9 @@ class ProgressState:
             head.append(str(self.tool_count))
             head.append(f"  {self.phase}", style="italic")
             lines: list[RenderableType] = [head]
-            for name, ok in self.tools:
+            for _name, ok, line in self.tools:
                 mark, style = _mark(ok)
-                lines.append(Text.assemble(("  tool ", "dim"), (mark, style), " ", name))
+                lines.append(Text.assemble(("  tool ", "dim"), (mark, style), " ", line))
             lines.extend(Text.assemble(("  check ", "dim"), line) for line in self._check_lines())
             return Group(*lines)
 
@@ -116,6 +152,10 @@ class ProgressState:
         for name, started in self.running_checks.items():
             lines.append(Text.assemble(("…", "yellow"), f" {name} running {now - started:.1f}s"))
         return lines
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _mark(ok: bool | None) -> tuple[str, str]:

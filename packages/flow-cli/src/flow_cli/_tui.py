@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flow_cli._options import CommonOptions
-from flow_cli._progress import LiveProgress
+from flow_cli._progress import LiveProgress, describe_call
 from flow_cli._summary import (
     backend_summary,
     check_reason_lines,
@@ -32,6 +32,9 @@ from flow_cli._summary import (
 
 if TYPE_CHECKING:
     from flow_core import CheckResult, Event, Report, Runtime
+
+#: Failed tool calls listed (the last ones) in a run's summary table.
+_FAILED_CALLS_SHOWN = 8
 
 #: Commands of the old tool that Flow deliberately does not offer (seed: TUI paragraph).
 UNAVAILABLE = {
@@ -365,6 +368,9 @@ class Tui:
                 table.add_row("why not", escape(clean("\n".join(reasons))))
             table.add_row("changed files", escape(clean("\n".join(report.changed_files) or "none")))
             table.add_row("tool calls", str(len(report.tool_calls)))
+            for call in [c for c in report.tool_calls if not c.ok][-_FAILED_CALLS_SHOWN:]:
+                line = describe_call(call.name, call.arguments, call.error, call.message)
+                table.add_row(f"✗ {call.id}", escape(clean(line)))
             for err in report.errors:
                 table.add_row("error", escape(clean(f"{err.message} [{err.code}]")))
             self.console.print(table)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flow_core._errors import EditorError
+from flow_core.tools._lines import split_lines_keepends
 from flow_safeio import NotFoundError
 
 if TYPE_CHECKING:
@@ -39,8 +40,10 @@ def unified_diff(path: str, old: bytes | None, new: bytes | None) -> str:
     def lines(data: bytes | None) -> list[str]:
         if data is None:
             return []
-        out = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-        if out and not out[-1].endswith(("\n", "\r")):
+        # Lines end at "\n" only, so hunk headers number lines as grep -n and the file tools
+        # do (splitlines would also break at \x0c, \u2028, ... and shift every number).
+        out = split_lines_keepends(data.decode("utf-8", errors="replace"))
+        if out and not out[-1].endswith("\n"):
             out[-1] += "\n\\ No newline at end of file\n"
         return out
 
