@@ -240,7 +240,11 @@ def test_session_stop_flag_ends_serve(wired: tuple[Session, FakeHandler, Any]) -
     session, _, replies = wired
     stop = [False]
     session.stop_requested = lambda: stop[0]
-    lines = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    # tools/list is served on the main thread (ping would be answered by the reader thread).
+    lines = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+    )
     stop[0] = True
     code = session.serve(FrameReader(io.BufferedReader(io.BytesIO(lines))))  # type: ignore[arg-type]
     assert code == 0
@@ -321,13 +325,18 @@ def test_progress_relay_counts_up_only_with_a_token() -> None:
     assert sent == []
     relay.start("tok")
     relay(Event(kind="turn", role="coder", cycle=1, turn=2))
-    relay(Event(kind="check_finished", name="lint", ok=False))
+    relay(Event(kind="check_finished", name="lint", ok=False, detail={"status": "timeout"}))
+    relay(Event(kind="run_finished", ok=False, detail={"status": "interrupted"}))
     relay.start(None)
     relay(Event(kind="run_finished"))
-    assert [m["params"]["progress"] for m in sent] == [1, 2]
+    assert [m["params"]["progress"] for m in sent] == [1, 2, 3]
     assert all(m["params"]["progressToken"] == "tok" for m in sent)
-    assert sent[0]["params"]["message"] == "turn role=coder cycle=1 turn=2"
-    assert sent[1]["params"]["message"] == "check_finished name=lint failed"
+    # Messages a client can show, in the report's status words.
+    assert [m["params"]["message"] for m in sent] == [
+        "coder: model turn 2 (cycle 1)",
+        "check lint: timeout",
+        "run finished: interrupted",
+    ]
     assert all(m["method"] == "notifications/progress" for m in sent)
 
 

@@ -145,7 +145,7 @@ def test_sdk_calls_flow_run_with_progress(
     values = [v for v, _ in progress]
     assert values, "no notifications/progress for a request with a progressToken"
     assert values == sorted(set(values))
-    assert any(m and m.startswith("run_finished") for _, m in progress)
+    assert any(m == "run finished: verified" for _, m in progress), progress
 
 
 def test_sdk_sees_unknown_tool_as_an_error(

@@ -568,62 +568,6 @@ def test_help_lists_the_options() -> None:
     assert "resolved against the current directory" in " ".join(proc.stdout.split())
 
 
-GATED_CHECK = """
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, f"{os.getpid()}\\n".encode())
-os.close(fd)
-with open(sys.argv[2]) as gate:  # blocks until the test opens the gate for writing
-    gate.read()
-print("gate opened")
-"""
-
-
-def test_eof_while_busy_finishes_the_request_then_exits(
-    start_server: ServerFactory, tmp_path: Path
-) -> None:
-    started, gate = tmp_path / "started.fifo", tmp_path / "gate.fifo"
-    os.mkfifo(started)
-    os.mkfifo(gate)
-    server = start_server(
-        "--trusted",
-        checks={"gated": [sys.executable, "-c", GATED_CHECK, str(started), str(gate)]},
-    )
-    server.initialize()
-    server.send(
-        {
-            "jsonrpc": "2.0",
-            "id": "busy",
-            "method": "tools/call",
-            "params": {
-                "name": "flow_check",
-                "arguments": {"name": "gated"},
-                "_meta": {"progressToken": "p1"},
-            },
-        }
-    )
-    _read_fifo(started)  # the check is running
-    server.close_stdin()  # EOF arrives while the request is busy
-    with gate.open("w") as opener:
-        opener.write("go")
-    reply = server.recv()
-    assert reply["id"] == "busy"
-    report = reply["result"]["structuredContent"]
-    assert report["checks"][0]["status"] == "passed", report
-    server.read_to_eof()
-    assert server.wait() == 0
-    server.assert_stdout_pure()
-    # Progress for the token came before the answer, counting up.
-    progress = [json.loads(line) for line in server.lines if b"notifications/progress" in line]
-    assert progress, "no progress notifications for a request with a progressToken"
-    assert all(p["params"]["progressToken"] == "p1" for p in progress)
-    values = [p["params"]["progress"] for p in progress]
-    assert values == sorted(set(values))
-    order = [json.loads(line).get("id", "note") for line in server.lines]
-    assert order[-1] == "busy"
-    assert any("check_started" in p["params"]["message"] for p in progress)
-
-
 def test_nvim_with_an_unusable_socket_exits_2(start_server: ServerFactory, tmp_path: Path) -> None:
     server = start_server("--nvim", str(tmp_path / "no-such.sock"))
     assert server.finish() == 2

@@ -43,6 +43,10 @@ _FLOW_CODES: dict[str, str] = {
     "interrupted": "Ctrl-C or SIGTERM stopped the command; check process groups were killed",
     "invalid_arguments": "an MCP tool call's arguments did not match the tool's inputSchema",
     "editor_unavailable": "the Rose editor bridge could not be reached or stopped answering",
+    "cancelled": "the MCP client cancelled the request (notifications/cancelled) or closed "
+    "stdin while it ran; checks were killed and the run's edits rolled back",
+    "rollback_incomplete": "files a cancelled run created or changed were left in place (an "
+    "editor bridge cannot delete files); the message names them; review or remove them",
     # named checks (verify/_checks.py)
     "check_failed": "the check ran and exited with a non-zero status",
     "check_timeout": "the check ran past its timeout (milliseconds); its process group was "

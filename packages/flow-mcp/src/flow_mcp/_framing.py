@@ -100,6 +100,37 @@ class DescriptorFrameReader(FrameReader):
         self._wakeup = wakeup_fd
         self._buf = bytearray()
         self._eof = False
+        self._stop_r: int | None = None
+        self._stop_w: int | None = None
+
+    def stop(self) -> None:
+        """Make a :meth:`read_line` that waits (now or later, on any thread) return None.
+
+        Used by the server's reader thread when the session ends before the client closed
+        stdin (a signal, an oversized frame). Idempotent; the pipe is freed by :meth:`close`.
+        """
+        if self._stop_w is None:
+            self._open_stop_pipe()
+        assert self._stop_w is not None
+        with contextlib.suppress(OSError):
+            os.write(self._stop_w, b"x")
+
+    def close(self) -> None:
+        """Free the stop pipe (the input descriptor itself belongs to the caller)."""
+        for fd in (self._stop_r, self._stop_w):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._stop_r = self._stop_w = None
+
+    def prepare_stop(self) -> None:
+        """Create the stop pipe now, before another thread starts waiting in :meth:`read_line`."""
+        if self._stop_w is None:
+            self._open_stop_pipe()
+
+    def _open_stop_pipe(self) -> None:
+        self._stop_r, self._stop_w = os.pipe()
+        os.set_blocking(self._stop_w, False)
 
     def read_line(self) -> bytes | None:
         """Same contract as :meth:`FrameReader.read_line`."""
@@ -123,10 +154,15 @@ class DescriptorFrameReader(FrameReader):
                 return line
 
     def _fill(self) -> None:
-        if self._wakeup is not None:
+        watched = [fd for fd in (self._fd, self._wakeup, self._stop_r) if fd is not None]
+        if len(watched) > 1:
             while True:
-                ready, _, _ = select.select([self._fd, self._wakeup], [], [])
-                if self._wakeup in ready:
+                ready, _, _ = select.select(watched, [], [])
+                if self._stop_r is not None and self._stop_r in ready:
+                    self._eof = True
+                    self._buf.clear()
+                    return
+                if self._wakeup is not None and self._wakeup in ready:
                     with contextlib.suppress(BlockingIOError):
                         os.read(self._wakeup, 512)  # drained; the handler has run or will now
                 if self._fd in ready:
@@ -185,7 +221,8 @@ def encode(message: dict[str, Any]) -> bytes:
 class FrameWriter:
     """Writes whole frames to a file descriptor, one ``write`` loop per message.
 
-    A lock keeps frames whole when a progress event arrives from another thread.
+    One lock keeps frames whole and never interleaved: answers from the main thread, ``ping``
+    answers from the reader thread and progress notifications all go through it.
 
     Args:
         fd: the protocol descriptor (the client's stdout).
@@ -194,8 +231,8 @@ class FrameWriter:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = threading.Lock()
-        #: True while a frame is being written; a signal handler must not interrupt then, or
-        #: the client would receive half a line.
+        #: True while the main thread writes a frame; a signal handler (which runs on the main
+        #: thread) must not interrupt then, or the client would receive half a line.
         self.busy = False
         #: Called after each whole frame (the server uses it to deliver a deferred signal).
         self.after_write: Callable[[], None] | None = None
@@ -216,13 +253,19 @@ class FrameWriter:
     def send_bytes(self, frame: bytes) -> None:
         """Write one already-encoded frame (it must end with its single newline)."""
         data = memoryview(frame)
+        main = threading.current_thread() is threading.main_thread()
         with self._lock:
-            self.busy = True
+            self.busy = main
             try:
                 while data:
                     written = os.write(self._fd, data)
                     data = data[written:]
             finally:
                 self.busy = False
-        if self.after_write is not None:
+        if main and self.after_write is not None:
             self.after_write()
+
+    def drain(self) -> None:
+        """Wait until no other thread is in the middle of a frame (taken and released)."""
+        with self._lock:
+            pass

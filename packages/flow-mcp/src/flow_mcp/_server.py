@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -375,16 +374,9 @@ def _serve(
     if handle_signals:
         stop.signals.install()
 
-    wakeup_r: int | None = None
-    previous_wakeup = -1
-    if handle_signals:
-        # Wake the stdin wait on every signal (see DescriptorFrameReader): without it a
-        # SIGTERM that lands just before the read syscall would wait for the next line.
-        wakeup_r, wakeup_w = os.pipe()
-        os.set_blocking(wakeup_r, False)
-        os.set_blocking(wakeup_w, False)
-        previous_wakeup = signal.set_wakeup_fd(wakeup_w)
-    reader = DescriptorFrameReader(in_fd, limit=options.max_frame_bytes, wakeup_fd=wakeup_r)
+    # The reader thread (see _inbox) blocks SIGINT/SIGTERM; the main thread, which waits on
+    # the inbox with a short timeout, runs the handlers.
+    reader = DescriptorFrameReader(in_fd, limit=options.max_frame_bytes)
     code = EXIT_OK
     try:
         code = session.serve(reader)
@@ -406,10 +398,7 @@ def _serve(
             code = EXIT_INTERRUPTED
         finally:
             stop.signals.restore()
-            if wakeup_r is not None:
-                wakeup_w = signal.set_wakeup_fd(previous_wakeup)
-                os.close(wakeup_w)
-                os.close(wakeup_r)
+            reader.close()
     return code
 
 

@@ -21,6 +21,7 @@ Tool semantics live in ``_tools``; this module only needs a :class:`Handler`.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -35,6 +36,7 @@ from flow_mcp._framing import (
     decode,
     encode,
 )
+from flow_mcp._inbox import EOF, Inbox
 
 LATEST_PROTOCOL_VERSION: Final = "2025-11-25"
 #: Protocol revisions this server speaks, newest first.
@@ -93,6 +95,10 @@ class Handler(Protocol):
         """A ``CallToolResult``; raises :class:`JsonRpcError` for protocol-level failures."""
         ...
 
+    def cancel(self, reason: str) -> None:
+        """Stop the tool call in progress, if any (called from the reader thread)."""
+        ...
+
 
 def _log_to_stderr(line: str) -> None:
     try:
@@ -132,6 +138,13 @@ class Session:
         self._log = log or _log_to_stderr
         #: Polled after every frame; the server sets it when a signal asks the session to stop.
         self.stop_requested: Callable[[], bool] = lambda: False
+        # Shared with the reader thread (see _inbox): what runs now, what waits in the queue.
+        self._lock = threading.Lock()
+        self._current: RequestId | None = None
+        self._current_method: str | None = None
+        self._current_cancelled = False
+        self._queued: dict[RequestId, int] = {}
+        self._dropped: dict[RequestId, int] = {}
         self._tools_list_json: bytes | None = None
         self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any] | PreEncoded]] = {
             "initialize": self._initialize,
@@ -148,7 +161,7 @@ class Session:
             self._tools_list_json = encode({"tools": self.handler.list_tools()}).rstrip(b"\n")
 
     def serve(self, reader: FrameReader) -> int:
-        """Answer frames until EOF.
+        """Answer frames until EOF; a reader thread keeps reading meanwhile (see ``_inbox``).
 
         Returns:
             0 at EOF ("Basic > Lifecycle > Shutdown": the client closes stdin), 1 after a
@@ -158,18 +171,25 @@ class Session:
             BrokenPipeError: the client stopped reading.
             KeyboardInterrupt: from a signal handler; the caller cleans up.
         """
-        while True:
-            try:
-                line = reader.read_line()
-            except FrameError as err:
-                self._send_error(None, JsonRpcError(err.code, err.message))
-                self._log(f"flow-mcp: frame rejected ({err.message})")
-                return 1
-            if line is None:
-                return 0
-            self.handle_line(line)
-            if self.stop_requested():
-                return 0
+        inbox = Inbox(reader, route=self.route, on_eof=self.end_of_input)
+        inbox.start()
+        try:
+            while True:
+                item = inbox.get()
+                if item is EOF:
+                    return 0
+                if isinstance(item, FrameError):
+                    self._send_error(None, JsonRpcError(item.code, item.message))
+                    if item.fatal:
+                        self._log(f"flow-mcp: frame rejected ({item.message})")
+                        return 1
+                    self._log(f"flow-mcp: parse error ({item.message})")
+                    continue
+                self.handle_message(item)
+                if self.stop_requested():
+                    return 0
+        finally:
+            inbox.close()
 
     def handle_line(self, line: bytes) -> None:
         """Decode one frame and answer it (or not, for notifications)."""
@@ -180,6 +200,71 @@ class Session:
             self._log(f"flow-mcp: parse error ({err.message})")
             return
         self.handle_message(message)
+
+    # ------------------------------------------------------- reader thread
+
+    def route(self, message: Any) -> bool:
+        """Called on the reader thread for each decoded message; True when handled there.
+
+        ``ping`` is answered at once, in every state ("Basic > Utilities > Ping"), even while
+        a tool runs. ``notifications/cancelled`` is acted on at once ("Basic > Utilities >
+        Cancellation"). Every other message is left for the main thread, in order.
+        """
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        method = message.get("method")
+        rid = message.get("id")
+        if "id" not in message:
+            if method == "notifications/cancelled":
+                self._cancel(message.get("params"))
+                return True
+            return False
+        if not (isinstance(rid, str | int) and not isinstance(rid, bool)):
+            return False
+        if method == "ping":
+            self._execute(rid, "ping", message)
+            return True
+        if isinstance(method, str):
+            with self._lock:
+                self._queued[rid] = self._queued.get(rid, 0) + 1
+        return False
+
+    def end_of_input(self) -> None:
+        """Stdin ended while the main thread may be busy: interrupt the running tool call.
+
+        Its answer is still sent (an ``interrupted`` report); requests already received are
+        still answered in order.
+        """
+        with self._lock:
+            running = self._current is not None and self._current_method == "tools/call"
+        if running:
+            self._log("flow-mcp: stdin closed during a tool call; interrupting it")
+            self.handler.cancel("the client closed stdin")
+
+    def _cancel(self, params: Any) -> None:
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if not (isinstance(rid, str | int) and not isinstance(rid, bool)):
+            self._log("flow-mcp: notifications/cancelled without a valid requestId; ignored")
+            return
+        reason = params.get("reason") if isinstance(params, dict) else None
+        why = reason if isinstance(reason, str) and reason else "no reason given"
+        with self._lock:
+            if rid == self._current and self._current_method != "initialize":
+                if self._current_cancelled:
+                    return
+                self._current_cancelled = True
+                running = self._current_method == "tools/call"
+            elif self._queued.get(rid, 0) > self._dropped.get(rid, 0):
+                self._dropped[rid] = self._dropped.get(rid, 0) + 1
+                self._log(f"flow-mcp: id={rid!r} cancelled before it started; it will not run")
+                return
+            else:
+                # Unknown, finished, or initialize (which "MUST NOT be cancelled").
+                self._log(f"flow-mcp: cancellation of id={rid!r} ignored (not in progress)")
+                return
+        self._log(f"flow-mcp: cancelling id={rid!r} ({why[:200]}); no response will be sent")
+        if running:
+            self.handler.cancel(f"cancelled by the client: {why[:200]}")
 
     # -------------------------------------------------------------- messages
 
@@ -230,10 +315,45 @@ class Session:
             else:
                 self._log(f"flow-mcp: notifications/initialized ignored in state {self.state}")
         elif method == "notifications/cancelled":
-            self._log("flow-mcp: notifications/cancelled ignored (requests run to completion)")
+            self._cancel(params)  # normally acted on by the reader thread (route)
         # Every other notification is ignored on purpose ("Basic > Messages > Notifications").
 
     def _request(self, rid: RequestId, method: str, message: dict[str, Any]) -> None:
+        """Serve one request on the main thread, unless it was cancelled (then: no answer)."""
+        with self._lock:
+            if self._queued.get(rid, 0) > 0:
+                self._queued[rid] -= 1
+                if not self._queued[rid]:
+                    del self._queued[rid]
+            if self._dropped.get(rid, 0) > 0:
+                self._dropped[rid] -= 1
+                if not self._dropped[rid]:
+                    del self._dropped[rid]
+                self._log(f"flow-mcp: {method} id={rid!r} cancelled before it started")
+                return
+            self._current, self._current_method = rid, method
+            self._current_cancelled = False
+        try:
+            self._execute(rid, method, message, drop=self._is_cancelled)
+        finally:
+            with self._lock:
+                self._current = self._current_method = None
+                self._current_cancelled = False
+
+    def _is_cancelled(self) -> bool:
+        with self._lock:
+            return self._current_cancelled
+
+    def _execute(
+        self,
+        rid: RequestId,
+        method: str,
+        message: dict[str, Any],
+        *,
+        drop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Run one method and send its answer, unless ``drop()`` says the client cancelled it
+        ("Basic > Utilities > Cancellation": no response for a cancelled request)."""
         start = time.perf_counter()
         outcome = "ok"
         try:
@@ -248,16 +368,22 @@ class Session:
             result = handler(params)
         except JsonRpcError as err:
             outcome = f"error {err.code}"
-            self._send_error(rid, err)
+            if not drop():
+                self._send_error(rid, err)
         except Exception as err:
             outcome = f"error {INTERNAL_ERROR}"
             self._log("flow-mcp: internal error\n" + traceback.format_exc().rstrip())
-            self._send_error(
-                rid,
-                JsonRpcError(INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}"[:2000]),
-            )
+            if not drop():
+                self._send_error(
+                    rid,
+                    JsonRpcError(
+                        INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}"[:2000]
+                    ),
+                )
         else:
-            if isinstance(result, PreEncoded):
+            if drop():
+                outcome = "cancelled (no response, as the client asked)"
+            elif isinstance(result, PreEncoded):
                 self.writer.send_result_json(rid, result.data)
             else:
                 if result.get("isError") is True:

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, Protocol
 
@@ -58,6 +60,8 @@ class FlowRuntime(Protocol):
     def status(self) -> Report: ...
     def check(self, name: str | None = None) -> Report: ...
     def run(self, task: str) -> Report: ...
+    def interrupt(self) -> None: ...
+    def rollback(self) -> list[str]: ...
 
 
 def _output_schema() -> dict[str, Any]:
@@ -153,6 +157,12 @@ def _build_definitions() -> list[dict[str, Any]]:
 _DEFINITIONS: list[dict[str, Any]] | None = None
 
 
+def _log(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
 def _definitions() -> list[dict[str, Any]]:
     global _DEFINITIONS  # noqa: PLW0603 - built once, on first use
     if _DEFINITIONS is None:
@@ -202,11 +212,44 @@ def tool_result(report: Report) -> dict[str, Any]:
     }
 
 
+def progress_message(event: Event) -> str:
+    """One line a client can show for a runtime event, in the report's own words.
+
+    Check outcomes use the check statuses (``passed``, ``failed``, ``timeout``,
+    ``interrupted``...), the end of a run uses the report's status (``verified``,
+    ``unverified``, ``read_only``, ``failed``, ``interrupted``, ``error``).
+    """
+    where = f" (cycle {event.cycle})" if event.cycle is not None else ""
+    kind = event.kind
+    detail = event.detail
+    if kind == "run_started":
+        return "run started"
+    if kind == "role_started":
+        return f"{event.role} started{where}"
+    if kind == "turn":
+        return f"{event.role}: model turn {event.turn}{where}"
+    if kind == "tool_call":
+        outcome = "ok" if event.ok else "refused"
+        return f"{event.role}: tool {event.name} {outcome}{where}"
+    if kind == "check_started":
+        return f"check {event.name}: running{where}"
+    if kind == "check_finished":
+        status = detail.get("status") or ("passed" if event.ok else "failed")
+        return f"check {event.name}: {status}{where}"
+    if kind == "verification":
+        return f"verification{where}: {'verified' if event.ok else 'unverified'}"
+    if kind == "review":
+        return f"review{where}: {'approved' if event.ok else 'not approved'}"
+    # run_finished
+    return f"run finished: {detail.get('status') or ('verified' if event.ok else 'failed')}"
+
+
 class ProgressRelay:
     """Turns runtime events into ``notifications/progress`` ("Basic > Utilities > Progress").
 
     Pass it as ``on_event`` when building the runtime. It sends only while a request that
-    carried ``_meta.progressToken`` runs; ``progress`` counts events, so it always increases.
+    carried ``_meta.progressToken`` runs; ``progress`` counts events, so it always increases;
+    ``message`` is :func:`progress_message`.
 
     Args:
         send: writes one notification (the session's frame writer).
@@ -216,6 +259,9 @@ class ProgressRelay:
         self._send = send
         self.token: RequestId | None = None
         self._count = 0
+        #: Called with every event before it is relayed (``FlowTools`` re-asserts a
+        #: cancellation that arrived before the runtime reset its stop flag).
+        self.watch: Callable[[Event], None] | None = None
 
     def start(self, token: RequestId | None) -> None:
         """Begin relaying for one request (``None``: stay silent)."""
@@ -223,21 +269,14 @@ class ProgressRelay:
         self._count = 0
 
     def __call__(self, event: Event, /) -> None:
+        watch = self.watch
+        if watch is not None:
+            with contextlib.suppress(Exception):
+                watch(event)
         token = self.token
         if token is None:
             return
         self._count += 1
-        parts: list[str] = [event.kind]
-        if event.role:
-            parts.append(f"role={event.role}")
-        if event.cycle is not None:
-            parts.append(f"cycle={event.cycle}")
-        if event.turn is not None:
-            parts.append(f"turn={event.turn}")
-        if event.name:
-            parts.append(f"name={event.name}")
-        if event.ok is not None:
-            parts.append("ok" if event.ok else "failed")
         with contextlib.suppress(Exception):  # an EventSink must never raise (flow_core)
             self._send(
                 {
@@ -246,7 +285,7 @@ class ProgressRelay:
                     "params": {
                         "progressToken": token,
                         "progress": self._count,
-                        "message": " ".join(parts),
+                        "message": progress_message(event),
                     },
                 }
             )
@@ -274,6 +313,40 @@ class FlowTools:
         self.workspace = workspace
         self.trusted = trusted
         self.progress = progress
+        self._lock = threading.Lock()
+        self._running: str | None = None
+        self._cancel_reason: str | None = None
+        if progress is not None:
+            progress.watch = self._reassert
+
+    def cancel(self, reason: str) -> None:
+        """Stop the ``flow_check``/``flow_run`` in progress (any thread; no-op when idle).
+
+        Goes through ``Runtime.interrupt()``, the path Ctrl-C takes in the CLI: no further
+        tool call, write or check starts, running check process groups are killed and a
+        model request in flight is abandoned. After a cancelled run, :meth:`call_tool` rolls
+        the run's edits back. Progress notifications for the request stop here.
+        """
+        with self._lock:
+            if self._running is None or self._cancel_reason is not None:
+                return
+            self._cancel_reason = reason
+        if self.progress is not None:
+            self.progress.start(None)
+        self.runtime.interrupt()
+
+    def _finish(self) -> str | None:
+        """End the call's bookkeeping; the cancellation reason, if it was cancelled."""
+        with self._lock:
+            reason, self._cancel_reason = self._cancel_reason, None
+            self._running = None
+        return reason
+
+    def _reassert(self, event: Event) -> None:
+        # A cancellation that came before the runtime's own reset (start of run/check) would
+        # be forgotten; every later event re-asserts it.
+        if self._cancel_reason is not None:
+            self.runtime.interrupt()
 
     def list_tools(self) -> list[dict[str, Any]]:
         """The ``tools`` array of ``tools/list``."""
@@ -300,6 +373,8 @@ class FlowTools:
             return tool_result(self.error_report(kind, "invalid_arguments", problem, task=task))
         if self.progress is not None:
             self.progress.start(progress_token)
+        with self._lock:
+            self._running, self._cancel_reason = name, None
         try:
             if name == "flow_status":
                 report = self.runtime.status()
@@ -312,7 +387,36 @@ class FlowTools:
         finally:
             if self.progress is not None:
                 self.progress.start(None)
+            reason = self._finish()
+        if reason is not None and name != "flow_status":
+            report = self._after_cancel(report, reason, rollback=name == "flow_run")
         return tool_result(report)
+
+    def _after_cancel(self, report: Report, reason: str, *, rollback: bool) -> Report:
+        """Roll a cancelled run back and say so in its report (sent only after EOF)."""
+        errors = [*report.errors, ErrorInfo(code="cancelled", message=reason)]
+        update: dict[str, Any] = {"status": "interrupted", "ok": False, "verified": False}
+        if rollback and report.changed_files:
+            try:
+                left = self.runtime.rollback()
+            except Exception as err:  # the workspace went away: say so, keep serving
+                left = list(report.changed_files)
+                _log(f"flow-mcp: rollback failed: {type(err).__name__}: {err}")
+            restored = [p for p in report.changed_files if p not in left]
+            if restored:
+                _log(f"flow-mcp: cancelled run rolled back: {', '.join(restored)}")
+            if left:
+                message = (
+                    "left in place after the cancelled run (the editor bridge cannot delete "
+                    f"files, or they could not be restored): {', '.join(left)}"
+                )
+                errors.append(ErrorInfo(code="rollback_incomplete", message=message))
+                _log(f"flow-mcp: {message}")
+            update["changed_files"] = left
+            if not left:
+                update["diff"] = ""
+        update["errors"] = errors
+        return report.model_copy(update=update)
 
     def error_report(
         self,
@@ -340,6 +444,7 @@ __all__ = [
     "FlowRuntime",
     "FlowTools",
     "ProgressRelay",
+    "progress_message",
     "tool_definitions",
     "tool_result",
     "validate_arguments",
