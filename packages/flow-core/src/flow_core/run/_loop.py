@@ -76,10 +76,7 @@ def run_role(
             )
             state.error("context_budget", message, role=role, cycle=cycle)
             return RoleOutcome(False, failure="context_budget")
-        state.max_context = max(state.max_context, ctx.total)
-        usage.turns += 1
-        state.max_turns = max(state.max_turns, turn)
-        state.emit("turn", role=role, cycle=cycle, turn=turn)
+        _count_turn(state, usage, ctx, role=role, cycle=cycle, turn=turn)
         response = _ask(
             state, backend, ctx, model=model, toolbox=toolbox, role=role, format=response_format
         )
@@ -109,15 +106,32 @@ def run_role(
         if calls:
             continue
         if parsed.issues or not parsed.text.strip():
-            if not parsed.issues:
-                state.error("empty_reply", "the reply had no usable text", role=role, cycle=cycle)
-            problems = "; ".join(i.message for i in parsed.issues) or "empty reply"
-            ctx.add(ChatMessage(role="user", content=retry_text(problems)))
+            _ask_again(state, ctx, parsed, role=role, cycle=cycle)
             continue
         return RoleOutcome(True, text=parsed.text)
     message = f"the {role} used all {agent.max_iterations} turns without finishing"
     state.error("budget_iterations", message, role=role, cycle=cycle)
     return RoleOutcome(False, failure="budget_iterations")
+
+
+def _count_turn(
+    state: RunState, usage: RoleUsage, ctx: Context, *, role: Role, cycle: int | None, turn: int
+) -> None:
+    """Account one model turn: the role's turns, the run's largest context and turn number."""
+    state.max_context = max(state.max_context, ctx.total)
+    usage.turns += 1
+    state.max_turns = max(state.max_turns, turn)
+    state.emit("turn", role=role, cycle=cycle, turn=turn)
+
+
+def _ask_again(
+    state: RunState, ctx: Context, parsed: ParsedReply, *, role: Role, cycle: int | None
+) -> None:
+    """After a reply with parse issues or no text: record it and tell the model what to do."""
+    if not parsed.issues:
+        state.error("empty_reply", "the reply had no usable text", role=role, cycle=cycle)
+    problems = "; ".join(i.message for i in parsed.issues) or "empty reply"
+    ctx.add(ChatMessage(role="user", content=retry_text(problems)))
 
 
 def _ask(
