@@ -250,6 +250,70 @@ def test_ctrl_c_at_the_prompt_clears_the_line(env, h, tmp_path, workspace, fake_
     assert "half typed" not in _planner_tasks(fake)[0]
 
 
+def test_live_view_shows_model_time_and_streamed_tokens(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    import threading
+
+    from flow_testing.model_server import Reply, chat_lines, ndjson
+
+    fake = fake_ollama(script)
+    release = threading.Event()
+    lines = chat_lines(["Plan", ": add ", "a comment"], model="fake-coder")
+    # The planner's reply streams three tokens, then stalls until the test has seen them.
+    fake.queue(
+        "POST",
+        "/api/chat",
+        Reply(200, ndjson(lines), content_type="application/x-ndjson", hold=release, hold_at=3),
+    )
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    child = _spawn(env, "--config", str(cfg))
+    try:
+        child.expect("flow>")
+        child.send("plan it\r")
+        child.expect(r"planner waiting for the model \d+\.\ds, 3 tokens received")
+        release.set()
+        child.expect(r"run: \S*read_only")
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        release.set()
+        child.close()
+
+
+def test_live_view_shows_tool_arguments_and_error(env, h, tmp_path, workspace, fake_ollama) -> None:
+    import threading
+
+    release = threading.Event()
+
+    def outside(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        tools = {t["function"]["name"] for t in request.get("tools") or []}
+        if "write_file" in tools and not request.get("format"):
+            if request["messages"][-1]["role"] == "tool":
+                release.wait(30)  # hold the coder's next turn while the test reads the view
+                return "Nothing to change.", []
+            return "", [{"name": "read_file", "arguments": {"path": "../outside.txt"}}]
+        return script(request)
+
+    fake = fake_ollama(outside)
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    child = _spawn(env, "--config", str(cfg), "--trusted")
+    try:
+        child.expect("flow>")
+        child.send("read something\r")
+        # name, then the (capped) arguments, then the code and the tool's own message
+        child.expect(r"read_file\(path='\.\./outside\.txt'\): path_outside: .*\.\.")
+        release.set()
+        child.expect(r"run: \S*")
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        release.set()
+        child.close()
+
+
 def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
     env, h, tmp_path, workspace
 ) -> None:

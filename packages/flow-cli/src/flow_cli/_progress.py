@@ -71,20 +71,52 @@ class ProgressState:
     running_checks: dict[str, float] = field(default_factory=dict)
     finished_checks: list[tuple[str, bool | None, float]] = field(default_factory=list)
     phase: str = "starting"
+    #: When the model request in flight started (monotonic seconds), None when none is.
+    model_since: float | None = None
+    #: Streamed tokens received for the request in flight.
+    model_tokens: int = 0
+    #: Set by ``stopping()``: the view then shows "stopping…" and no longer follows roles.
+    halted: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def stopping(self) -> None:
+        """The user asked to stop: say so at once and freeze the role/turn display."""
+        with self.lock:
+            self.halted = True
+            self.model_since = None
+            self.phase = "stopping… (Ctrl-C again to force)"
 
     def update(self, event: Event) -> None:
         """Apply one event."""
         with self.lock:
+            kind = event.kind
+            if self.halted:
+                # After a stop request the view never moves on to another role or turn; only
+                # checks being killed and the final status still show.
+                if kind == "check_finished":
+                    self._check_finished(event)
+                elif kind == "run_finished":
+                    self.phase = "finished: " + str(event.detail.get("status", "interrupted"))
+                return
             if event.role is not None:
                 self.role = event.role
             if event.cycle is not None:
                 self.cycle = event.cycle
             if event.turn is not None:
                 self.turn = event.turn
-            kind = event.kind
             if kind == "role_started":
                 self.turn = event.turn
+                self.phase = f"{event.role} working"
+            elif kind == "turn":
+                self.model_since = time.monotonic()
+                self.model_tokens = 0
+                self.phase = f"{event.role} waiting for the model"
+            elif kind == "model_progress":
+                tokens = event.detail.get("tokens")
+                if isinstance(tokens, int):
+                    self.model_tokens = tokens
+            elif kind == "model_reply":
+                self.model_since = None
                 self.phase = f"{event.role} working"
             elif kind == "tool_call":
                 self.tool_count += 1
@@ -101,21 +133,26 @@ class ProgressState:
                 self.running_checks[event.name or "?"] = time.monotonic()
                 self.phase = "checks running"
             elif kind == "check_finished":
-                name = event.name or "?"
-                started = self.running_checks.pop(name, time.monotonic())
-                duration = event.detail.get("duration_ms")
-                elapsed = (
-                    float(duration) / 1000
-                    if isinstance(duration, int | float)
-                    else time.monotonic() - started
-                )
-                self.finished_checks.append((name, event.ok, elapsed))
+                self._check_finished(event)
             elif kind == "verification":
                 self.phase = "verification " + ("passed" if event.ok else "did not pass")
             elif kind == "review":
                 self.phase = "review " + ("approved" if event.ok else "not approved")
             elif kind == "run_finished":
-                self.phase = "finished"
+                # The report's own status word (verified, unverified, interrupted, ...).
+                self.phase = "finished: " + str(event.detail.get("status", "-"))
+
+    def _check_finished(self, event: Event) -> None:
+        """Move a check from running to finished. Under ``lock``."""
+        name = event.name or "?"
+        started = self.running_checks.pop(name, time.monotonic())
+        duration = event.detail.get("duration_ms")
+        elapsed = (
+            float(duration) / 1000
+            if isinstance(duration, int | float)
+            else time.monotonic() - started
+        )
+        self.finished_checks.append((name, event.ok, elapsed))
 
     def render(self) -> RenderableType:
         """The current view as a rich renderable."""
@@ -133,7 +170,13 @@ class ProgressState:
                 head.append(str(self.turn))
             head.append("  tool calls ", style="dim")
             head.append(str(self.tool_count))
-            head.append(f"  {self.phase}", style="italic")
+            phase = self.phase
+            if self.model_since is not None:
+                phase += f" {time.monotonic() - self.model_since:.1f}s"
+                if self.model_tokens:
+                    plural = "" if self.model_tokens == 1 else "s"
+                    phase += f", {self.model_tokens} token{plural} received"
+            head.append(f"  {phase}", style="italic")
             lines: list[RenderableType] = [head]
             for _name, ok, line in self.tools:
                 mark, style = _mark(ok)
@@ -190,6 +233,12 @@ class LiveProgress:
         """Event sink for ``flow_core.Runtime(on_event=...)``; never raises."""
         with contextlib.suppress(Exception):  # a display must never break a run
             self.state.update(event)
+
+    def stopping(self) -> None:
+        """Show "stopping…" now and stop following roles (the first Ctrl-C)."""
+        self.state.stopping()
+        with contextlib.suppress(Exception):
+            self._live.refresh()
 
     def start(self) -> None:
         """Begin drawing."""

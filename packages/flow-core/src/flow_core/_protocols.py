@@ -6,7 +6,9 @@ them only with every implementation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import contextvars
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -195,6 +197,8 @@ EventKind = Literal[
     "verification",
     "review",
     "run_finished",
+    "model_progress",
+    "model_reply",
 ]
 
 
@@ -227,3 +231,26 @@ class EventSink(Protocol):
     """Receives progress events; must be fast and must not raise."""
 
     def __call__(self, event: Event, /) -> None: ...
+
+
+#: The receiver of streamed-reply progress for the model request running in this context:
+#: ``meter(chars)`` is called once per streamed fragment with that fragment's length in
+#: characters. The runtime sets it around each request; a backend that streams calls
+#: :func:`note_stream_fragment`. Unset (None) outside a run, so a backend used on its own pays
+#: one lookup per fragment and nothing else.
+STREAM_METER: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.ContextVar(
+    "flow_stream_meter", default=None
+)
+
+
+def note_stream_fragment(chars: int) -> None:
+    """Tell the running request's meter (if any) that one streamed fragment arrived.
+
+    Ollama's ``/api/chat`` stream sends one NDJSON line per generated token, so the number of
+    fragments is the number of tokens received so far. Never raises: a display must not break
+    a model request.
+    """
+    meter = STREAM_METER.get()
+    if meter is not None:
+        with contextlib.suppress(Exception):  # progress display only
+            meter(chars)

@@ -39,7 +39,8 @@ class Reply:
 
     ``chunks`` are written one by one with chunked transfer encoding (as Ollama streams);
     ``hold`` (an Event) makes the server wait until it is set before answering, so a test can
-    provoke a client timeout without sleeping.
+    provoke a client timeout without sleeping; with ``hold_at = N`` the wait comes after the
+    first N chunks instead (a stream that stalls mid-way).
     """
 
     status: int = 200
@@ -47,6 +48,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json; charset=utf-8"
     hold: threading.Event | None = None
+    hold_at: int | None = None
 
 
 @dataclass
@@ -225,7 +227,7 @@ class FakeModelServer:
                 except ValueError:
                     body = raw
                 reply = server._answer(self.command, self.path, dict(self.headers.items()), body)
-                if reply.hold is not None:
+                if reply.hold is not None and reply.hold_at is None:
                     reply.hold.wait(10)
                 try:
                     self.send_response(reply.status)
@@ -234,7 +236,9 @@ class FakeModelServer:
                         self.send_header(k, v)
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
-                    for chunk in reply.chunks:
+                    for index, chunk in enumerate(reply.chunks):
+                        if reply.hold is not None and reply.hold_at == index:
+                            reply.hold.wait(30)
                         if chunk:
                             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                             self.wfile.flush()

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
-from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core._protocols import ChatMessage, ChatResponse, ToolCall, note_stream_fragment
 from flow_core.models._http import (
     HTTPStatusError,
     check_base_url,
@@ -224,6 +224,8 @@ class OllamaBackend:
                 text, more = self._message_parts(message)
                 parts.append(text)
                 calls.extend(more)
+                if text or more:  # the closing "done" line carries an empty message
+                    note_stream_fragment(len(text))
             if chunk.get("done") is True:
                 final = chunk
                 break

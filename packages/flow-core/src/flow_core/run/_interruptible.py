@@ -14,6 +14,7 @@ takes ``KeyboardInterrupt`` as before (``threading.Event.wait`` is interruptible
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -61,10 +62,13 @@ def call_interruptibly(
     if should_stop():
         raise Abandoned
     outcome: _Outcome[T] = _Outcome()
+    # The helper runs in a copy of the caller's context, so context variables set around the
+    # call (the stream meter, ``flow_core._protocols.STREAM_METER``) reach the backend.
+    context = contextvars.copy_context()
 
     def target() -> None:
         try:
-            outcome.value = fn()
+            outcome.value = context.run(fn)
         except BaseException as err:  # handed to the waiting thread, never lost
             outcome.error = err
         finally:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from flow_core._protocols import ChatMessage, Role
+from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
 from flow_core._report import RoleUsage
 from flow_core.run._context import Context
 from flow_core.run._interruptible import Abandoned, call_interruptibly
@@ -78,7 +78,15 @@ def run_role(
             return RoleOutcome(False, failure="context_budget")
         _count_turn(state, usage, ctx, role=role, cycle=cycle, turn=turn)
         response = _ask(
-            state, backend, ctx, model=model, toolbox=toolbox, role=role, format=response_format
+            state,
+            backend,
+            ctx,
+            model=model,
+            toolbox=toolbox,
+            role=role,
+            format=response_format,
+            cycle=cycle,
+            turn=turn,
         )
         parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
         for issue in parsed.issues:
@@ -143,13 +151,30 @@ def _ask(
     toolbox: ToolBox,
     role: Role,
     format: Mapping[str, Any] | None,
+    cycle: int | None,
+    turn: int,
 ) -> ChatResponse:
-    """One model request, abandoned as soon as the run is asked to stop (time in ``model_ms``).
+    """One model request, abandoned as soon as the run is asked to stop (time in ``model_ms``),
+    with progress events around it.
+
+    While a streaming backend receives the reply, one ``model_progress`` event per streamed
+    fragment carries ``detail = {"tokens": fragments so far, "chars": characters so far}`` (an
+    event sink must be fast: ``EventSink``); when the reply is in, one ``model_reply`` event
+    carries ``duration_ms`` and the server's ``prompt_tokens``/``completion_tokens`` (None when
+    it reported none) and ``finish_reason``.
 
     Raises:
         Interrupted: ``Runtime.interrupt()`` was called while the request was in flight.
+        BackendError: the model server failed.
     """
-    started = time.perf_counter()
+    received = {"tokens": 0, "chars": 0}
+
+    def meter(chars: int) -> None:
+        received["tokens"] += 1
+        received["chars"] += chars
+        detail = dict(received)
+        state.emit("model_progress", role=role, cycle=cycle, turn=turn, detail=detail)
+
     chat = functools.partial(
         backend.chat,
         model,
@@ -157,12 +182,28 @@ def _ask(
         tools=toolbox.schemas,
         format=format,
     )
+    started = time.perf_counter()
+    token = STREAM_METER.set(meter)
     try:
-        return call_interruptibly(chat, lambda: state.stop, name=f"flow-{role}-model")
+        response = call_interruptibly(chat, lambda: state.stop, name=f"flow-{role}-model")
     except Abandoned:
         raise Interrupted from None
     finally:
+        STREAM_METER.reset(token)
         state.model_ms += (time.perf_counter() - started) * 1000.0
+    state.emit(
+        "model_reply",
+        role=role,
+        cycle=cycle,
+        turn=turn,
+        detail={
+            "duration_ms": round((time.perf_counter() - started) * 1000.0, 1),
+            "prompt_tokens": response.prompt_tokens,
+            "completion_tokens": response.completion_tokens,
+            "finish_reason": response.finish_reason,
+        },
+    )
+    return response
 
 
 def _answer_calls(
