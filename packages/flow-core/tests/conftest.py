@@ -10,6 +10,9 @@ import pytest
 
 from flow_core import FlowConfig
 
+# Vendored third-party code used as test input (with its own upstream tests): never collected.
+collect_ignore_glob = ["fixtures/vendored/*"]
+
 
 @pytest.fixture
 def flow_config(tmp_path: Path) -> Callable[..., FlowConfig]:
