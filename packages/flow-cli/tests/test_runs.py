@@ -1,0 +1,283 @@
+"""``flow runs``, ``flow show``, ``flow undo``, ``flow apply``, ``run --isolate`` and preflight.
+
+Real ``flow`` subprocesses, real git repositories in temp dirs, the run store under a temporary
+``XDG_STATE_HOME``, and a loopback model server that speaks Ollama's ``/api/chat``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
+BROKEN = "def add(a: int, b: int) -> int:\n    return a - b\n"
+ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"
+
+
+def _tools(request: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in request.get("tools") or []}
+
+
+def scripted(content: str, *, hold: threading.Event | None = None, held=None):
+    """planner: a plan; coder: write calc.py and notes.md, then finish; reviewer: approve.
+
+    With ``hold``, the coder's request after its writes waits on ``hold`` (bounded) after
+    setting ``held``: the test kills Flow there, mid-run.
+    """
+
+    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if request.get("format"):
+            return json.dumps({"approved": True, "summary": "ok", "findings": []}), []
+        if "write_file" not in _tools(request):
+            return "Plan: fix calc.py and add notes.md.", []
+        done = [m for m in request["messages"] if m["role"] == "tool"]
+        if not done:
+            return "", [
+                {"name": "write_file", "arguments": {"path": "calc.py", "content": content}}
+            ]
+        if len(done) == 1:
+            return "", [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}]
+        if hold is not None and held is not None:
+            held.set()
+            hold.wait(60)
+        return "Done.", []
+
+    return script
+
+
+def _config(h, tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Path:
+    unit = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
+    lint = [sys.executable, "-m", "py_compile", "calc.py"]
+    checks = h.check_table("unit", unit) + h.check_table("compile", lint, kind="lint")
+    checks = checks.replace('filetypes = ["python"]', 'filetypes = ["python", "docs"]')
+    return h.operator_config(
+        tmp_path / "op.toml", workspace, base_url=url, checks=checks, extra=extra
+    )
+
+
+@pytest.fixture
+def state(env, tmp_path: Path) -> Path:
+    path = tmp_path / "state"
+    env.vars["XDG_STATE_HOME"] = str(path)
+    return path
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid"}
+    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid")
+    out = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _git(workspace, "init", "-q")
+    (workspace / ".gitignore").write_text("__pycache__/\n")  # the checks import calc
+    _git(workspace, "add", ".")
+    _git(workspace, "commit", "-q", "-m", "init")
+    return workspace
+
+
+def test_unverified_run_lists_what_it_left_and_undo_restores(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
+) -> None:
+    fake = fake_ollama(scripted(BROKEN))
+    cfg = _config(h, tmp_path, repo, fake.url)
+    result = env.flow("run", "--trusted", "--config", str(cfg), "fix add")
+    assert result.code == 1, result.stderr
+    report = result.json()
+    run_id = report["run_id"]
+    assert report["status"] == "unverified"
+    assert report["run_dir"] == str(state / "flow" / "runs" / run_id)
+    assert stat.S_IMODE(os.stat(report["run_dir"]).st_mode) == 0o700
+    assert (
+        "flow: left changed in the workspace, not verified: calc.py, notes.md"
+        in result.stderr.splitlines()
+    )
+    assert f"flow: to undo: flow undo {run_id}   (details: flow show {run_id})" in result.stderr
+
+    listed = env.flow("runs", "--json", "--config", str(cfg)).json()["runs"]
+    assert [(r["id"], r["status"], r["changed_files"]) for r in listed] == [
+        (run_id, "unverified", ["calc.py", "notes.md"])
+    ]
+    table = env.flow("runs", "--config", str(cfg))
+    assert table.stdout.splitlines()[0].split()[:3] == ["ID", "TIME", "(UTC)"]
+    assert run_id in table.stdout
+    shown = env.flow("show", "--config", str(cfg))
+    assert shown.code == 0
+    assert f"run {run_id}" in shown.stdout
+    assert "calc.py (changed)" in shown.stdout
+    assert "notes.md (created)" in shown.stdout
+    assert "-    return a + b" in env.flow("show", run_id[:12], "--diff").stdout
+    assert env.flow("show", run_id, "--plan").stdout == "Plan: fix calc.py and add notes.md.\n"
+    transcript = [
+        json.loads(x) for x in env.flow("show", run_id, "--transcript").stdout.splitlines()
+    ]
+    writes = [x for x in transcript if x["type"] == "tool_call"]
+    assert writes[0]["arguments"] == {"path": "calc.py", "content": BROKEN}
+    assert env.flow("show", run_id, "--json").json()["run_id"] == run_id
+
+    undone = env.flow("undo", "--config", str(cfg))
+    assert undone.code == 0, undone.stderr
+    body = json.loads(undone.stdout)
+    assert body["restored"] == ["calc.py"]
+    assert body["removed"] == ["notes.md"]
+    assert (repo / "calc.py").read_text() == ORIGINAL
+    assert not (repo / "notes.md").exists()
+    assert _git(repo, "status", "--porcelain") == ""
+    # The undo is a record too; undoing it puts the run's change back.
+    redo = env.flow("undo", body["undo_id"], "--config", str(cfg))
+    assert redo.code == 0, redo.stderr
+    assert (repo / "calc.py").read_text() == BROKEN
+
+
+def test_undo_refused_after_an_external_change(
+    env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
+) -> None:
+    fake = fake_ollama(scripted(BROKEN))
+    cfg = _config(h, tmp_path, workspace, fake.url)
+    run_id = env.flow("run", "--trusted", "--config", str(cfg), "fix add").json()["run_id"]
+    (workspace / "calc.py").write_text("# my own edit\n")
+    refused = env.flow("undo", run_id, "--config", str(cfg))
+    assert refused.code == 1
+    assert json.loads(refused.stdout)["error"]["code"] == "undo_conflict"
+    assert "calc.py changed since the run" in refused.stderr
+    assert (workspace / "calc.py").read_text() == "# my own edit\n"
+    assert (workspace / "notes.md").read_text() == "n\n"  # nothing at all was undone
+    forced = env.flow("undo", run_id, "--force", "--config", str(cfg))
+    assert forced.code == 0, forced.stderr
+    assert (workspace / "calc.py").read_text() == ORIGINAL
+
+
+def test_a_run_killed_mid_way_keeps_a_readable_record_and_undo_works(
+    env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
+) -> None:
+    hold, held = threading.Event(), threading.Event()
+    fake = fake_ollama(scripted(BROKEN, hold=hold, held=held))
+    cfg = _config(h, tmp_path, workspace, fake.url)
+    proc = env.popen("run", "--trusted", "--config", str(cfg), "fix add")
+    try:
+        assert held.wait(60), "the coder never reached its last request"
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        hold.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert (workspace / "calc.py").read_text() == BROKEN
+    (run,) = env.flow("runs", "--json", "--config", str(cfg)).json()["runs"]
+    assert run["status"] == "running"
+    assert run["interrupted"] is True
+    assert run["changed_files"] == ["calc.py", "notes.md"]
+    shown = env.flow("show", run["id"], "--config", str(cfg))
+    assert "interrupted (process gone)" in shown.stdout
+    lines = env.flow("show", run["id"], "--transcript").stdout.splitlines()
+    assert [json.loads(x)["type"] for x in lines].count("tool_call") == 2
+    undone = env.flow("undo", run["id"], "--config", str(cfg))
+    assert undone.code == 0, undone.stderr
+    assert (workspace / "calc.py").read_text() == ORIGINAL
+    assert not (workspace / "notes.md").exists()
+
+
+def test_isolated_verified_run_is_applied(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
+) -> None:
+    fake = fake_ollama(scripted(FIXED))
+    cfg = _config(h, tmp_path, repo, fake.url)
+    result = env.flow("run", "--trusted", "--isolate", "--config", str(cfg), "fix add")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["isolation"] == {"mode": "git-worktree", "applied": True, "reason": None}
+    assert (repo / "calc.py").read_text() == FIXED
+    assert (repo / "notes.md").read_text() == "n\n"
+    assert _git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert sorted(_git(repo, "status", "--porcelain").splitlines()) == [" M calc.py", "?? notes.md"]
+
+
+def test_isolated_unverified_run_is_kept_and_applied_on_request(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
+) -> None:
+    fake = fake_ollama(scripted(BROKEN))
+    cfg = _config(h, tmp_path, repo, fake.url, extra="[runs]\nisolate = true\n")
+    result = env.flow("run", "--trusted", "--config", str(cfg), "fix add")
+    assert result.code == 1
+    report = result.json()
+    run_id = report["run_id"]
+    assert report["isolation"]["applied"] is False
+    assert (repo / "calc.py").read_text() == ORIGINAL
+    assert not (repo / "notes.md").exists()
+    assert _git(repo, "status", "--porcelain") == ""
+    assert f"flow: see it: flow show {run_id} --diff; apply it: flow apply {run_id}" in (
+        result.stderr.splitlines()
+    )
+    assert "+    return a - b" in env.flow("show", run_id, "--diff").stdout
+    assert env.flow("undo", run_id, "--config", str(cfg)).code == 1  # nothing was applied
+    applied = env.flow("apply", run_id, "--config", str(cfg))
+    assert applied.code == 0, applied.stderr
+    assert (repo / "calc.py").read_text() == BROKEN
+    again = env.flow("apply", run_id, "--config", str(cfg))
+    assert again.code == 1
+    assert json.loads(again.stdout)["error"]["code"] == "apply_refused"
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [
+        ("no_checks", "preflight_no_required_check"),
+        ("missing_program", "preflight_check_missing"),
+        ("blank_task", "preflight_empty_task"),
+    ],
+)
+def test_preflight_refuses_before_any_model_request(
+    env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama, case: str, code: str
+) -> None:
+    fake = fake_ollama(scripted(FIXED))
+    task = "fix add"
+    if case == "no_checks":
+        cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url)
+    elif case == "missing_program":
+        checks = h.check_table("unit", ["no-such-flow-check-xyz"])
+        cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url, checks=checks)
+    else:
+        cfg = _config(h, tmp_path, workspace, fake.url)
+        task = "  \n "
+    result = env.flow("run", "--trusted", "--config", str(cfg), task)
+    assert result.code == 2, result.stderr
+    report = result.json()
+    assert [e["code"] for e in report["errors"]] == [code]
+    assert "fix" in report["errors"][0]["message"]
+    assert fake.requests == []
+    assert (workspace / "calc.py").read_text() == ORIGINAL
+    assert not (state / "flow" / "runs").exists() or not os.listdir(state / "flow" / "runs")
+    status = env.flow("status", "--config", str(cfg))
+    if case != "blank_task":
+        assert status.code == 0
+        assert code in [w["code"] for w in status.json()["warnings"]]
+        assert status.json()["ok"] is False
+
+
+def test_store_inside_the_workspace_is_refused(
+    env, h, tmp_path: Path, workspace: Path, fake_ollama
+) -> None:
+    env.vars["XDG_STATE_HOME"] = str(workspace / ".state")
+    fake = fake_ollama(scripted(FIXED))
+    cfg = _config(h, tmp_path, workspace, fake.url)
+    result = env.flow("run", "--trusted", "--config", str(cfg), "fix add")
+    assert result.code == 2
+    assert result.json()["errors"][0]["code"] == "run_store_unusable"
+    assert (workspace / "calc.py").read_text() == ORIGINAL
+    assert not (workspace / ".state").exists()
