@@ -95,11 +95,12 @@ def write_config(
 
 
 def server_env(tmp_path: Path) -> dict[str, str]:
-    """The environment for a server process: no user config, no proxies."""
+    """The environment for a server process: no user config, no proxies, a private run store."""
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     xdg = tmp_path / "xdg"
     xdg.mkdir(exist_ok=True)
     env["XDG_CONFIG_HOME"] = str(xdg)
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")  # the run store of flow_run
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

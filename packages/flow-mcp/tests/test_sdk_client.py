@@ -138,6 +138,9 @@ def test_sdk_calls_flow_run_with_progress(
         await session.validate_tool_result("flow_run", result)
         assert report["changed_files"] == ["hello.txt"], report
         assert report["verified"] is True, report
+        # Recorded in the run store (XDG_STATE_HOME of the harness), like a CLI run.
+        assert report["run_dir"] == str(tmp_path / "state" / "flow" / "runs" / report["run_id"])
+        assert (Path(report["run_dir"]) / "transcript.jsonl").stat().st_size > 0
 
     drive(tmp_path, config_args(tmp_path, workspace, fake_ollama, "--trusted"), body)
     assert (workspace / "hello.txt").read_text() == "hello\n"

@@ -352,12 +352,17 @@ def _serve(
     writer = FrameWriter(out_fd)
     relay = ProgressRelay(writer.send)
     try:
+        from flow_core.store import RunStore
+
+        # Every flow_run is recorded in the user's run store, like the CLI's (flow runs).
+        config = loaded.config
         runtime = Runtime(
-            loaded.config,
+            config,
             trusted=options.trusted,
             editor=bridge,
             on_event=relay,
             config_sources=loaded.sources,
+            store=RunStore.for_workspace(config.workspace_dir, config.runs),
         )
     except FlowError as err:
         _err(f"cannot start the runtime [{err.code}]: {err.message}")
