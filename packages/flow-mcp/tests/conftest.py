@@ -7,6 +7,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from flow_mcp_harness import fake_ollama, start_server, workspace
+from flow_mcp_harness import fake_ollama, start_inproc, start_server, workspace
 
-__all__ = ["fake_ollama", "start_server", "workspace"]
+__all__ = ["fake_ollama", "start_inproc", "start_server", "workspace"]

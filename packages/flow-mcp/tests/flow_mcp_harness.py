@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import selectors
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import flow_mcp
 from flow_testing.model_server import FakeModelServer
 
 #: Safety net only (never used to wait for something to happen): a test that would otherwise
@@ -199,6 +202,9 @@ class RawServer:
     def wait(self) -> int:
         return self.proc.wait(timeout=DEADLINE_S)
 
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
     def stderr(self) -> str:
         self._stderr.flush()
         return self.stderr_path.read_text(errors="replace")
@@ -252,6 +258,82 @@ def start_server(
         server = RawServer(
             [*args, *extra], server_env(tmp_path), tmp_path / f"stderr-{len(started)}.log"
         )
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()
+
+
+class InProcessServer(RawServer):
+    """The same session served in this process: ``flow_mcp.run_server`` on a thread, over pipes.
+
+    For protocol logic (JSON-RPC, the lifecycle, framing, tool errors) that needs no process of
+    its own: no interpreter start per test. What belongs to a process (fd takeover, signals,
+    exit codes of ``python -m flow_mcp``, stderr) stays with :class:`RawServer`. The reading
+    side (``recv``, ``finish``, ``assert_stdout_pure``) is RawServer's.
+    """
+
+    def __init__(self, args: list[str]) -> None:
+        options = flow_mcp.parse_options(args)
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        self.stdin = os.fdopen(in_w, "wb")
+        self.stdout_fd = out_r
+        self._buffer = b""
+        self.lines: list[bytes] = []
+        self.code: int | None = None
+
+        def serve() -> None:
+            try:
+                self.code = flow_mcp.run_server(
+                    options, stdin_fd=in_r, stdout_fd=out_w, handle_signals=False
+                )
+            finally:
+                os.close(in_r)
+                os.close(out_w)
+
+        self.thread = threading.Thread(target=serve, name="flow-mcp-session", daemon=True)
+        self.thread.start()
+
+    def wait(self) -> int:
+        self.thread.join(DEADLINE_S)
+        assert not self.thread.is_alive(), "the in-process session did not end"
+        assert self.code is not None, "the in-process session raised (see the log above)"
+        return self.code
+
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def stderr(self) -> str:
+        return "(in-process: the server's stderr is in pytest's captured output)"
+
+    def kill(self) -> None:
+        self.close_stdin()  # end of input ends the session
+        self.thread.join(DEADLINE_S)
+        with contextlib.suppress(OSError):
+            os.close(self.stdout_fd)
+        gc.unfreeze()  # the session froze the collector's view of this process at its start
+
+
+@pytest.fixture
+def start_inproc(
+    tmp_path: Path, workspace: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[ServerFactory]:
+    """Like ``start_server``, served in this process (:class:`InProcessServer`)."""
+    for name, value in server_env(tmp_path).items():
+        if name in ("XDG_CONFIG_HOME", "HOME") or name.lower().endswith("_proxy"):
+            monkeypatch.setenv(name, value)
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    started: list[InProcessServer] = []
+
+    def start(*extra: str, checks: dict[str, list[str]] | None = None) -> RawServer:
+        cfg = write_config(tmp_path, workspace, fake_ollama.url, checks)
+        server = InProcessServer(["--config", str(cfg), *extra])
         started.append(server)
         return server
 

@@ -1,7 +1,10 @@
 """Raw wire tests: the real server on pipes, one line at a time.
 
 After each scenario every stdout line must be a JSON-RPC 2.0 message, and the server must be
-alive (answering ``ping``) or gone with the documented exit code.
+alive (answering ``ping``) or gone with the documented exit code. Protocol logic (lifecycle,
+malformed input, framing, tool errors) is served in this process (``start_inproc``: the same
+``run_server`` on a thread, over pipes); what belongs to a process (stdout takeover, signals,
+exit codes, stderr) runs ``python -m flow_mcp`` (``start_server``).
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ def error_of(reply: dict[str, Any]) -> tuple[Any, int]:
 # --------------------------------------------------------------------------- lifecycle
 
 
-def test_initialize_result_and_initialized(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_initialize_result_and_initialized(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     reply = server.request(1, "initialize", INIT_PARAMS)
     result = reply["result"]
     assert reply["id"] == 1
@@ -61,15 +64,15 @@ def test_initialize_result_and_initialized(start_server: ServerFactory) -> None:
         ("2099-01-01", "2025-11-25"),
     ],
 )
-def test_version_negotiation(start_server: ServerFactory, requested: str, answered: str) -> None:
-    server = start_server()
+def test_version_negotiation(start_inproc: ServerFactory, requested: str, answered: str) -> None:
+    server = start_inproc()
     reply = server.request(7, "initialize", {**INIT_PARAMS, "protocolVersion": requested})
     assert reply["result"]["protocolVersion"] == answered
     assert server.finish() == 0
 
 
-def test_requests_before_initialization_get_errors(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_requests_before_initialization_get_errors(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     assert_alive(server, "ping-first")  # ping is served in every state
     assert error_of(server.request("early", "tools/list")) == ("early", -32600)
     call = {"name": "flow_status", "arguments": {}}
@@ -85,16 +88,16 @@ def test_requests_before_initialization_get_errors(start_server: ServerFactory) 
     assert server.finish() == 0
 
 
-def test_initialize_with_bad_params(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_initialize_with_bad_params(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     assert error_of(server.request(1, "initialize", {"protocolVersion": 20251125})) == (1, -32602)
     assert error_of(server.request(2, "initialize", ["2025-11-25"])) == (2, -32602)
     assert "result" in server.request(3, "initialize", INIT_PARAMS)
     assert server.finish() == 0
 
 
-def test_unknown_methods_answer_promptly(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_unknown_methods_answer_promptly(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     assert error_of(server.request("d", "server/discover", {})) == ("d", -32601)
     server.initialize()
     assert error_of(server.request(9, "resources/list")) == (9, -32601)
@@ -130,9 +133,9 @@ def test_unknown_methods_answer_promptly(start_server: ServerFactory) -> None:
     ],
 )
 def test_malformed_messages_get_errors_and_the_session_survives(
-    start_server: ServerFactory, raw: bytes, expected: tuple[Any, int]
+    start_inproc: ServerFactory, raw: bytes, expected: tuple[Any, int]
 ) -> None:
-    server = start_server()
+    server = start_inproc()
     server.initialize()
     server.send_raw(raw + b"\n")
     assert error_of(server.recv()) == expected
@@ -140,8 +143,8 @@ def test_malformed_messages_get_errors_and_the_session_survives(
     assert server.finish() == 0
 
 
-def test_notifications_never_get_an_answer(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_notifications_never_get_an_answer(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     server.notify("notifications/initialized")  # before initialize: ignored
     server.initialize()
     server.notify("notifications/something/new", {"x": 1})
@@ -159,8 +162,8 @@ def test_notifications_never_get_an_answer(start_server: ServerFactory) -> None:
     assert len(server.lines) == 2  # the initialize result and the ping
 
 
-def test_blank_lines_and_crlf_are_tolerated(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_blank_lines_and_crlf_are_tolerated(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     server.send_raw(b"\n\r\n   \n")
     server.send_raw(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode() + b"\r\n")
     assert server.recv() == {"jsonrpc": "2.0", "id": 1, "result": {}}
@@ -168,15 +171,15 @@ def test_blank_lines_and_crlf_are_tolerated(start_server: ServerFactory) -> None
 
 
 def test_content_length_framing_gets_a_parse_error_not_a_hang(
-    start_server: ServerFactory,
+    start_inproc: ServerFactory,
 ) -> None:
-    server = start_server()
+    server = start_inproc()
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
     server.send_raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
     reply = server.recv()  # answered while the body still waits for a newline
     assert error_of(reply) == (None, -32700)
     assert "Content-Length" in reply["error"]["message"]
-    assert server.proc.poll() is None
+    assert server.alive()
     assert server.finish() == 0
 
 
@@ -197,8 +200,8 @@ def test_oversized_frame_gets_an_error_then_the_session_closes(
     server.assert_stdout_pure()
 
 
-def test_a_frame_just_under_the_limit_is_served(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_a_frame_just_under_the_limit_is_served(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'
     tail = b'"}}\n'
     fill = flow_mcp.MAX_FRAME_BYTES - len(head) - len(tail)
@@ -211,9 +214,9 @@ def test_a_frame_just_under_the_limit_is_served(start_server: ServerFactory) -> 
 
 
 def test_unknown_tool_and_malformed_params_are_protocol_errors(
-    start_server: ServerFactory,
+    start_inproc: ServerFactory,
 ) -> None:
-    server = start_server()
+    server = start_inproc()
     server.initialize()
     assert error_of(server.request(1, "tools/call", {"name": "flow_delete"})) == (1, -32602)
     assert error_of(server.request(2, "tools/call", "flow_status")) == (2, -32602)
@@ -238,9 +241,9 @@ def test_unknown_tool_and_malformed_params_are_protocol_errors(
     ],
 )
 def test_argument_validation_failures_are_tool_errors(
-    start_server: ServerFactory, tool: str, arguments: dict[str, Any], needle: str
+    start_inproc: ServerFactory, tool: str, arguments: dict[str, Any], needle: str
 ) -> None:
-    server = start_server()
+    server = start_inproc()
     server.initialize()
     reply = server.request(1, "tools/call", {"name": tool, "arguments": arguments})
     result = reply["result"]
@@ -257,8 +260,8 @@ def test_argument_validation_failures_are_tool_errors(
 # --------------------------------------------------------------------------- tools/call
 
 
-def test_flow_status_over_the_wire(start_server: ServerFactory, workspace: Path) -> None:
-    server = start_server()
+def test_flow_status_over_the_wire(start_inproc: ServerFactory, workspace: Path) -> None:
+    server = start_inproc()
     server.initialize()
     result = server.request(1, "tools/call", {"name": "flow_status"})["result"]
     report = result["structuredContent"]
@@ -271,8 +274,8 @@ def test_flow_status_over_the_wire(start_server: ServerFactory, workspace: Path)
     assert server.finish() == 0
 
 
-def test_untrusted_check_is_an_error_report(start_server: ServerFactory) -> None:
-    server = start_server()
+def test_untrusted_check_is_an_error_report(start_inproc: ServerFactory) -> None:
+    server = start_inproc()
     server.initialize()
     result = server.request(1, "tools/call", {"name": "flow_check", "arguments": {}})["result"]
     assert result["isError"] is True
@@ -286,8 +289,8 @@ def test_untrusted_check_is_an_error_report(start_server: ServerFactory) -> None
     assert server.finish() == 0
 
 
-def test_unknown_check_name_is_an_error_report(start_server: ServerFactory) -> None:
-    server = start_server("--trusted")
+def test_unknown_check_name_is_an_error_report(start_inproc: ServerFactory) -> None:
+    server = start_inproc("--trusted")
     server.initialize()
     call = {"name": "flow_check", "arguments": {"name": "no-such-check"}}
     result = server.request(1, "tools/call", call)["result"]
