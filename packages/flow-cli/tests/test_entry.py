@@ -49,3 +49,11 @@ def test_main_returns_exit_codes_in_process(capsys) -> None:
     assert flow_cli.__version__ in capsys.readouterr().out
     assert flow_cli.main(["no-such-command"]) == 2
     assert "no-such-command" in capsys.readouterr().err
+
+
+def test_click_level_exit_codes_are_flow_cores() -> None:
+    import flow_cli._cli
+    from flow_core import EXIT_CODES
+
+    assert EXIT_CODES["usage"] == flow_cli._cli.EXIT_USAGE
+    assert EXIT_CODES["interrupted"] == flow_cli._cli.EXIT_INTERRUPTED

@@ -210,3 +210,14 @@ def test_status_with_a_standard_descriptor_closed_prints_one_report(
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["kind"] == "status"
+
+
+def test_a_config_file_that_is_not_toml_exits_2_by_its_category(env, tmp_path: Path) -> None:
+    import flow_core
+
+    cfg = tmp_path / "operator.toml"
+    cfg.write_text("workspace_dir = [\n")
+    result = env.flow("status", "--config", str(cfg))
+    assert result.json()["errors"][0]["code"] == "config_syntax"
+    assert flow_core.error_category("config_syntax") == "usage"
+    assert result.code == 2

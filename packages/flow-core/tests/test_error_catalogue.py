@@ -1,4 +1,8 @@
-"""Every error code written in flow-core's source is documented in ``ERROR_CODES``."""
+"""Every error code written in any Flow package's source is in the one catalogue, categorised.
+
+The scan reads the sources of all five packages (``packages/*/src``): flow-safeio's error
+classes, flow-core, flow-rose's ``editor_error(...)`` calls and the front ends' error reports.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,38 @@ from pathlib import Path
 
 import flow_core
 
-SRC = Path(flow_core.__file__).parent
-# code="x", default_code = "x", state.error("x", ...), ToolError("x", ...), _fail("x", ...)
+PACKAGES = Path(__file__).resolve().parents[2]
+CODE = r'"([a-z][a-z0-9_]+)"'
+# code="x", code: ClassVar[str] = "x", default_code = "x", err.code == "x", state.error("x", ...),
+# ToolError("x", ...), editor_error("x", ...), error_report(kind, "x", ...), the CLI's
+# emit_usage_error(kind, "x", ...) and _emit_once(kind, "x", ...)
 PATTERNS = [
-    re.compile(r'\bcode\s*=\s*"([a-z][a-z0-9_]+)"'),
-    re.compile(r'\bdefault_code\s*=\s*"([a-z][a-z0-9_]+)"'),
-    re.compile(r'\.error\(\s*"([a-z][a-z0-9_]+)"'),
-    re.compile(r'\bToolError\(\s*"([a-z][a-z0-9_]+)"'),
+    re.compile(r"\bcode\s*=\s*" + CODE),
+    re.compile(r"\bcode\s*:\s*ClassVar\[str\]\s*=\s*" + CODE),
+    re.compile(r"\bdefault_code\s*=\s*" + CODE),
+    re.compile(r"\.code\s*[!=]=\s*" + CODE),
+    re.compile(r"\.error\(\s*" + CODE),
+    re.compile(r"\bToolError\(\s*" + CODE),
+    re.compile(r"\beditor_error\(\s*" + CODE),
+    re.compile(r"\b(?:error_report|emit_usage_error|_emit_once)\(\s*\w+,\s*" + CODE),
 ]
+
+
+def source_files() -> list[Path]:
+    files = sorted(PACKAGES.glob("*/src/*/**/*.py"))
+    assert {p.relative_to(PACKAGES).parts[0] for p in files} >= {
+        "flow-safeio",
+        "flow-core",
+        "flow-rose",
+        "flow-mcp",
+        "flow-cli",
+    }
+    return files
 
 
 def codes_in_source() -> set[str]:
     found: set[str] = set()
-    for path in SRC.rglob("*.py"):
+    for path in source_files():
         text = path.read_text(encoding="utf-8")
         for pattern in PATTERNS:
             found.update(pattern.findall(text))
@@ -28,7 +51,9 @@ def codes_in_source() -> set[str]:
 
 def test_the_scan_sees_codes() -> None:
     # Guards the test itself: if the patterns stopped matching, the next test would pass vacuously.
-    assert {"check_timeout", "not_trusted", "review_invalid", "tool_unknown"} <= codes_in_source()
+    expected = {"check_timeout", "not_trusted", "review_invalid", "tool_unknown", "symlink"}
+    expected |= {"editor_socket_tcp", "usage_error", "internal_error", "invalid_arguments"}
+    assert expected <= codes_in_source()
 
 
 def test_every_code_in_source_is_catalogued() -> None:
@@ -52,3 +77,26 @@ def test_meanings_are_sentences() -> None:
     for code, meaning in flow_core.ERROR_CODES.items():
         assert re.fullmatch(r"[a-z][a-z0-9_]+", code), code
         assert len(meaning) > 15, code
+
+
+def test_every_code_has_a_category_with_an_exit_code() -> None:
+    assert set(flow_core.ERROR_CATEGORIES) == set(flow_core.ERROR_CODES)
+    assert dict(flow_core.EXIT_CODES) == {"usage": 2, "failure": 1, "interrupted": 130}
+    usage = {c for c, cat in flow_core.ERROR_CATEGORIES.items() if cat == "usage"}
+    # Configuration and command-line mistakes: every config_* code, trust and unknown names.
+    assert {c for c in flow_core.ERROR_CODES if c.startswith("config_")} <= usage
+    assert {"check_unknown", "not_trusted", "usage_error"} <= usage
+    assert flow_core.error_category("interrupted") == "interrupted"
+    assert flow_core.error_category("backend_timeout") == "failure"
+
+
+def test_each_code_is_defined_once() -> None:
+    # The editor bridge's codes are one section of the catalogue, re-exported by flow-rose.
+    import re as _re
+
+    text = (PACKAGES / "flow-core/src/flow_core/_catalogue.py").read_text(encoding="utf-8")
+    keys = _re.findall(r'^\s+"([a-z][a-z0-9_]+)":', text, flags=_re.MULTILINE)
+    assert len(keys) == len(set(keys))
+    assert set(flow_core.EDITOR_ERROR_CODES) <= set(flow_core.ERROR_CODES)
+    rose_src = (PACKAGES / "flow-rose/src/flow_rose/_errors.py").read_text(encoding="utf-8")
+    assert '"editor_unavailable"' not in rose_src

@@ -1,8 +1,10 @@
 """``flow status``, ``flow check`` and ``flow run``: one JSON report on stdout, an exit code.
 
-Errors are translated here, at the edge (CONVENTIONS: errors): ``ConfigError`` (including an
-unknown check name) and ``NotTrustedError`` exit 2, other ``FlowError``s exit 1, an interrupt
-exits 130. Each prints a readable line on stderr and still a JSON report on stdout.
+Errors are translated here, at the edge: a ``FlowError`` becomes an error report built by
+``flow_core.error_report``, and the exit code comes from its code's category in flow-core's
+catalogue (``flow_core.exit_code_for``: configuration, usage and trust errors exit 2, other
+failures 1, an interrupt 130). Each prints a readable line on stderr and still a JSON report
+on stdout.
 """
 
 from __future__ import annotations
@@ -19,50 +21,16 @@ if TYPE_CHECKING:
 
 ReportKind = Literal["status", "check", "run"]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-_EXIT_BY_STATUS = {
-    "ok": EXIT_OK,
-    "passed": EXIT_OK,
-    "verified": EXIT_OK,
-    "failed": EXIT_FAILED,
-    "unverified": EXIT_FAILED,
-    "read_only": EXIT_FAILED,
-    "error": EXIT_FAILED,
-    "interrupted": EXIT_INTERRUPTED,
-}
-
-#: Error codes that mean "fix the configuration or the command line" (exit 2): preflight's
-#: refusals (no required check, a missing check program, an empty task, no workspace) too.
-_USAGE_CODES = frozenset(
-    {
-        "config_invalid",
-        "check_unknown",
-        "not_trusted",
-        "usage_error",
-        "run_store_unusable",
-        "preflight_check_missing",
-        "preflight_empty_task",
-        "preflight_no_required_check",
-        "preflight_workspace_missing",
-    }
-)
-
 
 def exit_code_for(report: Report) -> int:
-    """Map a report to the process exit code (0, 1, 2 or 130).
+    """The process exit code of a report (0, 1, 2 or 130): ``flow_core.exit_code_for``.
 
-    A report whose status is ``error`` exits 2 when one of its errors is a configuration or
-    usage error, else 1.
+    Derived from the report's status and its error codes' categories in flow-core's catalogue
+    (usage 2, failure 1, interrupted 130).
     """
-    if report.status == "error" and any(e.code in _USAGE_CODES for e in report.errors):
-        return EXIT_USAGE
-    if report.verified and report.isolation is not None and not report.isolation.applied:
-        return EXIT_FAILED  # verified in isolation, but the workspace moved: not applied
-    return _EXIT_BY_STATUS.get(report.status, EXIT_FAILED)
+    import flow_core
+
+    return flow_core.exit_code_for(report)
 
 
 def build_runtime(
@@ -112,51 +80,46 @@ def error_report(
     *,
     opts: CommonOptions | None = None,
     runtime: Runtime | None = None,
-    status: Literal["error", "interrupted"] = "error",
 ) -> Report:
     """A report for a failure that happened before the runtime could produce one.
 
-    When the configuration was already loaded (``runtime`` given), the report also carries
-    what is known from it: workspace, config sources, models and configured checks.
+    Built by ``flow_core.error_report`` (status ``interrupted`` for an interrupted code, else
+    ``error``). When the configuration was already loaded (``runtime`` given), the report
+    also carries what is known from it: workspace, config sources, models and checks.
     """
     import flow_core
 
-    errors = [flow_core.ErrorInfo(code=code, message=message)]
+    known: Report | None = None
     if runtime is not None:
         try:
             known = runtime.status()
         except Exception:  # describing the setup must never hide the original error
             known = None
-        if known is not None:
-            return known.model_copy(
-                update={"kind": kind, "ok": False, "status": status, "errors": errors}
-            )
-    return flow_core.Report(
-        kind=kind,
-        ok=False,
-        status=status,
-        flow_version=flow_core.__version__,
+    return flow_core.error_report(
+        kind,
+        code,
+        message,
         workspace=opts.workspace if opts is not None else None,
         trusted=opts.trusted if opts is not None else False,
-        errors=errors,
+        base=known,
     )
 
 
 def emit_usage_error(kind: str, code: str, message: str) -> None:
     """Print a JSON error report for a usage error found by click (stdout stays one object)."""
-    _emit_once(kind, code, message, "error")
+    _emit_once(kind, code, message)
 
 
 def emit_interrupted(kind: str) -> None:
     """Print an interrupted report when Ctrl-C came before the command's own handler."""
     kill_check_groups()
-    _emit_once(kind, "interrupted", "interrupted by a signal", "interrupted")
+    _emit_once(kind, "interrupted", "interrupted by a signal")
 
 
-def _emit_once(kind: str, code: str, message: str, status: Literal["error", "interrupted"]) -> None:
+def _emit_once(kind: str, code: str, message: str) -> None:
     if kind not in ("status", "check", "run") or StdoutGuard.emitted:
         return
-    report = error_report(kind, code, message, status=status)  # type: ignore[arg-type]
+    report = error_report(kind, code, message)  # type: ignore[arg-type]
     with StdoutGuard() as out:
         out.emit(report.to_json())
 
@@ -245,8 +208,7 @@ def _produce(
     runtime: Runtime | None = None
     progress = None
     try:
-        from flow_core import ConfigError, FlowError, NotTrustedError
-        from flow_core.store import StoreError
+        from flow_core import FlowError, NotTrustedError
 
         try:
             if kind != "status" and sys.stderr.isatty():
@@ -269,14 +231,10 @@ def _produce(
                 report = runtime.check(name)
             else:
                 report = runtime.run(task or "", isolate=isolate)
-        except (ConfigError, NotTrustedError, StoreError) as err:
-            say(f"{err.message} [{err.code}]")
-            report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
-            return EXIT_USAGE, report
         except FlowError as err:
             say(f"{err.message} [{err.code}]")
             report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
-            return EXIT_FAILED, report
+            return exit_code_for(report), report
         finally:
             if progress is not None:
                 progress.stop()
@@ -297,22 +255,17 @@ def _produce(
             runtime.interrupt()
         kill_check_groups()
         say("interrupted; check process groups were killed")
-        return EXIT_INTERRUPTED, error_report(
-            kind,
-            "interrupted",
-            "interrupted by a signal",
-            opts=opts,
-            runtime=runtime,
-            status="interrupted",
+        report = error_report(
+            kind, "interrupted", "interrupted by a signal", opts=opts, runtime=runtime
         )
+        return exit_code_for(report), report
     except Exception as err:  # a bug: still one JSON object on stdout, details on stderr
         import traceback
 
         traceback.print_exc(file=sys.stderr)
         say(f"internal error: {err!r}; please report it with the traceback above")
-        return EXIT_FAILED, error_report(
-            kind, "internal_error", repr(err), opts=opts, runtime=runtime
-        )
+        report = error_report(kind, "internal_error", repr(err), opts=opts, runtime=runtime)
+        return exit_code_for(report), report
     finally:
         interrupts.runtime = None
         if runtime is not None:

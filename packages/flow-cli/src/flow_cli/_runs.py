@@ -28,10 +28,13 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 
-#: Store error codes that mean "the command named something that is not there".
-_USAGE_CODES = frozenset({"run_not_found", "run_store_unusable", "config_invalid"})
+
+def _exit_code(code: str) -> int:
+    """The exit code of an error code: its category's in flow-core's catalogue (2, 1, 130)."""
+    from flow_core import EXIT_CODES, error_category
+
+    return EXIT_CODES[error_category(code)]
 
 
 @dataclass
@@ -146,7 +149,7 @@ def list_runs(opts: CommonOptions, *, as_json: bool, limit: int, everywhere: boo
         ctx = open_context(opts)
     except StoreError as err:
         say(f"{err.message} [{err.code}]")
-        return EXIT_USAGE
+        return _exit_code(err.code)
     infos = ctx.store.list(None if everywhere else ctx.workspace)
     if limit > 0:
         infos = infos[:limit]
@@ -234,7 +237,7 @@ def show_run(opts: CommonOptions, run_id: str | None, part: str | None) -> int:
         info = pick(ctx, run_id)
     except StoreError as err:
         say(f"{err.message} [{err.code}]")
-        return EXIT_USAGE
+        return _exit_code(err.code)
     if part is None:
         sys.stdout.write(show_summary(ctx, info))
         return EXIT_OK
@@ -281,7 +284,7 @@ def undo(opts: CommonOptions, run_id: str | None, *, force: bool) -> int:
         message = getattr(err, "message", str(err))
         say(f"{message} [{code}]")
         _emit({"ok": False, "error": {"code": code, "message": message}})
-        return EXIT_USAGE if code in _USAGE_CODES else EXIT_FAILED
+        return _exit_code(code)
     for path in result.restored:
         say(f"restored {path}")
     for path in result.removed:
@@ -311,7 +314,7 @@ def apply(opts: CommonOptions, run_id: str) -> int:
         message = getattr(err, "message", str(err))
         say(f"{message} [{code}]")
         _emit({"ok": False, "error": {"code": code, "message": message}})
-        return EXIT_USAGE if code in _USAGE_CODES else EXIT_FAILED
+        return _exit_code(code)
     for path in result.written:
         say(f"applied {path}")
     for path in result.removed:

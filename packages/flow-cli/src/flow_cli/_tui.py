@@ -425,7 +425,7 @@ def run_tui(opts: CommonOptions) -> int:
             were killed.
     """
     from flow_cli._commands import say
-    from flow_core import ConfigError, Interrupts
+    from flow_core import EXIT_CODES, ConfigError, Interrupts, error_category
 
     # emoji=False: ":name:" in a report (check output, a plan) stays text.
     console = Console(emoji=False)
@@ -434,7 +434,7 @@ def run_tui(opts: CommonOptions) -> int:
         tui.open()
     except ConfigError as err:
         say(f"{err.message} [{err.code}]")
-        return 2
+        return EXIT_CODES[error_category(err.code)]
 
     def leave(signum: int) -> bool:
         # SIGTERM: stop a running task (its check process groups are killed), then leave.

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 from flow_core.__about__ import __version__
 
 if TYPE_CHECKING:
-    from flow_core._catalogue import ERROR_CODES
+    from flow_core._catalogue import (
+        EDITOR_ERROR_CODES,
+        ERROR_CATEGORIES,
+        ERROR_CODES,
+        EXIT_CODES,
+        ErrorCategory,
+        error_category,
+    )
     from flow_core._errors import (
         BackendError,
         ConfigError,
@@ -27,6 +34,7 @@ if TYPE_CHECKING:
         NotTrustedError,
         UnknownCheckError,
     )
+    from flow_core._outcome import error_report, exit_code_for, is_error
     from flow_core._protocols import (
         EDITOR_TIMEOUT_DEFAULT,
         EDITOR_TIMEOUT_MAX,
@@ -112,7 +120,15 @@ _EXPORTS: dict[str, str] = {
     "EDITOR_TIMEOUT_MAX": "flow_core._protocols",
     "EDITOR_TIMEOUT_MIN": "flow_core._protocols",
     "EDITOR_TOOL_NAMES": "flow_core.tools._policy",
+    "EDITOR_ERROR_CODES": "flow_core._catalogue",
+    "ERROR_CATEGORIES": "flow_core._catalogue",
     "ERROR_CODES": "flow_core._catalogue",
+    "EXIT_CODES": "flow_core._catalogue",
+    "ErrorCategory": "flow_core._catalogue",
+    "error_category": "flow_core._catalogue",
+    "error_report": "flow_core._outcome",
+    "exit_code_for": "flow_core._outcome",
+    "is_error": "flow_core._outcome",
     "EditorBridge": "flow_core._protocols",
     "EditorError": "flow_core._errors",
     "EditorFreshness": "flow_core._protocols",
@@ -184,11 +200,14 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "BACKEND_ERROR_CODES",
+    "EDITOR_ERROR_CODES",
     "EDITOR_TIMEOUT_DEFAULT",
     "EDITOR_TIMEOUT_MAX",
     "EDITOR_TIMEOUT_MIN",
     "EDITOR_TOOL_NAMES",
+    "ERROR_CATEGORIES",
     "ERROR_CODES",
+    "EXIT_CODES",
     "FILE_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
     "REPLY_ISSUE_CODES",
@@ -215,6 +234,7 @@ __all__ = [
     "EditorError",
     "EditorFreshness",
     "EditorLintResult",
+    "ErrorCategory",
     "ErrorInfo",
     # events
     "Event",
@@ -250,7 +270,11 @@ __all__ = [
     "UnknownCheckError",
     "Verification",
     "__version__",
+    "error_category",
+    "error_report",
     "evaluate_gate",
+    "exit_code_for",
+    "is_error",
     "kill_all_process_groups",
     "language_key",
     "list_skills",

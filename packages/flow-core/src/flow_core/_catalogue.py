@@ -2,21 +2,37 @@
 
 Codes appear as ``FlowError.code``, ``ErrorInfo.code`` in reports, ``ToolCallRecord.error``
 and ``CheckResult.error.code``. They never change meaning once released. Codes from
-flow-safeio (file tools refusing a path) are included; flow-rose documents the editor bridge's
-own codes in ``flow_rose.EDITOR_ERROR_CODES``.
+flow-safeio (file tools refusing a path) and from flow-rose (the editor bridge,
+:data:`EDITOR_ERROR_CODES`, re-exported as ``flow_rose.EDITOR_ERROR_CODES``) are registered
+here too, so every code Flow reports has exactly one entry.
+
+Each code also has a *category* (:data:`ERROR_CATEGORIES`): ``usage`` (fix the command line
+or the configuration; CLI exit code 2), ``failure`` (the work failed; exit 1) or
+``interrupted`` (Ctrl-C or SIGTERM; exit 130). Codes not named in the usage or interrupted
+sets below are failures. The CLI's exit codes and the MCP tools' ``isError`` are derived from
+these categories (``flow_core.exit_code_for``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Final, Literal
 
+from flow_core._protocols import EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models._parse import REPLY_ISSUE_CODES
 from flow_core.run._preflight import PREFLIGHT_CODES
 from flow_safeio import ERROR_CODES as _SAFEIO_CODES
 
-__all__ = ["ERROR_CODES"]
+__all__ = [
+    "EDITOR_ERROR_CODES",
+    "ERROR_CATEGORIES",
+    "ERROR_CODES",
+    "EXIT_CODES",
+    "ErrorCategory",
+    "error_category",
+]
 
 _FLOW_CODES: dict[str, str] = {
     # errors raised by flow-core (see _errors.py)
@@ -32,9 +48,7 @@ _FLOW_CODES: dict[str, str] = {
     "(flow status lists them)",
     "not_trusted": "writes and named checks need --trusted; without it a run only plans",
     "backend_error": "the model server failed in a way no narrower code describes",
-    "editor_error": "the Rose editor bridge failed; see flow_rose.EDITOR_ERROR_CODES",
-    "editor_workspace_mismatch": "Rose's workspace root differs from Flow's; start both with "
-    "the same absolute workspace",
+    "editor_error": "the Rose editor bridge failed; see EDITOR_ERROR_CODES",
     "script_exhausted": "a ScriptedBackend was asked for more replies than its script holds",
     # reported by the front ends (flow-cli, flow-mcp) in their error reports
     "usage_error": "the command line was not understood (unknown option, missing argument); "
@@ -42,7 +56,6 @@ _FLOW_CODES: dict[str, str] = {
     "internal_error": "Flow failed unexpectedly; the traceback is on stderr; please report it",
     "interrupted": "Ctrl-C or SIGTERM stopped the command; check process groups were killed",
     "invalid_arguments": "an MCP tool call's arguments did not match the tool's inputSchema",
-    "editor_unavailable": "the Rose editor bridge could not be reached or stopped answering",
     "cancelled": "the MCP client cancelled the request (notifications/cancelled) or closed "
     "stdin while it ran; checks were killed and the run's edits rolled back",
     "rollback_incomplete": "files a cancelled run created or changed were left in place (an "
@@ -95,6 +108,73 @@ _FLOW_CODES: dict[str, str] = {
 }
 
 
+#: The editor bridge's codes (flow-rose raises each as ``flow_core.EditorError``).
+EDITOR_ERROR_CODES: Mapping[str, str] = MappingProxyType(
+    {
+        "editor_socket_invalid": "the --nvim value is not an absolute path to an existing Unix "
+        "socket owned by the user",
+        "editor_socket_tcp": "the --nvim value looks like a TCP address (host:port or an IP); "
+        "only a private Unix socket is accepted",
+        "editor_socket_public": "the socket is reachable by other users: put it in a 0700 "
+        "directory you own, or remove its group/other permission bits",
+        "editor_unavailable": "Neovim could not be reached, went away (killed, socket closed) or "
+        "the bridge was already closed or failed, or the bridge is not installed; reconnect",
+        "editor_timeout": "Neovim did not answer within the editor request timeout (seconds); "
+        "the connection is closed because its state is unknown",
+        "editor_timeout_invalid": "the editor request timeout (seconds) is outside "
+        f"{EDITOR_TIMEOUT_MIN:g}-{EDITOR_TIMEOUT_MAX:g}",
+        "editor_protocol": "Rose answered in a shape that breaks the documented rose.tools "
+        "contract",
+        "editor_workspace_mismatch": "Rose's resolved workspace is not Flow's workspace "
+        "(compared after resolving symlinks); start both with the same absolute workspace",
+        "editor_freshness_missing": "Rose's editor_context lacks a freshness API v1 field; "
+        "Flow fails closed",
+        "editor_refused": "Rose refused a buffer-aware file operation (unsaved or read-only "
+        "buffer) to protect the user's text",
+        "editor_tool_unknown": "the tool is not on the bridge's allowlist or Rose did not "
+        "offer it at attach",
+        "editor_tool_denied": "the tool or action is not allowed here (lint/check for a "
+        "read-only role, an editor_debug action other than status)",
+        "editor_tool_error": "Rose ran the tool and reported an error",
+        "editor_arguments_invalid": "tool arguments are not a JSON object (or not JSON at all)",
+    }
+)
+
+ErrorCategory = Literal["usage", "failure", "interrupted"]
+
+#: The process exit code of each category (``flow status|check|run``; 0 is success).
+EXIT_CODES: Final[Mapping[ErrorCategory, int]] = MappingProxyType(
+    {"usage": 2, "failure": 1, "interrupted": 130}
+)
+
+#: Codes that mean "fix the command line or the configuration" (CLI exit code 2).
+_USAGE: Final = frozenset(
+    {
+        "check_unknown",
+        "config_invalid",
+        "config_not_found",
+        "config_syntax",
+        "config_unsafe",
+        "editor_socket_invalid",
+        "editor_socket_public",
+        "editor_socket_tcp",
+        "editor_timeout_invalid",
+        "invalid_arguments",
+        "isolate_failed",
+        "not_trusted",
+        "preflight_check_missing",
+        "preflight_empty_task",
+        "preflight_no_required_check",
+        "preflight_workspace_missing",
+        "run_not_found",
+        "run_store_unusable",
+        "usage_error",
+    }
+)
+#: Codes that mean Ctrl-C, SIGTERM or the MCP client stopped the work (CLI exit code 130).
+_INTERRUPTED: Final = frozenset({"cancelled", "check_interrupted", "interrupted"})
+
+
 def _merge(*tables: Mapping[str, str]) -> dict[str, str]:
     merged: dict[str, str] = {}
     for table in tables:
@@ -105,5 +185,25 @@ def _merge(*tables: Mapping[str, str]) -> dict[str, str]:
 
 #: Every code flow-core can report, mapped to a one-line meaning and, where one exists, the fix.
 ERROR_CODES: Mapping[str, str] = MappingProxyType(
-    _merge(_FLOW_CODES, PREFLIGHT_CODES, BACKEND_ERROR_CODES, REPLY_ISSUE_CODES, _SAFEIO_CODES)
+    _merge(
+        _FLOW_CODES,
+        PREFLIGHT_CODES,
+        BACKEND_ERROR_CODES,
+        REPLY_ISSUE_CODES,
+        EDITOR_ERROR_CODES,
+        _SAFEIO_CODES,
+    )
 )
+
+#: The category of every code in :data:`ERROR_CODES`.
+ERROR_CATEGORIES: Mapping[str, ErrorCategory] = MappingProxyType(
+    {
+        code: "usage" if code in _USAGE else "interrupted" if code in _INTERRUPTED else "failure"
+        for code in ERROR_CODES
+    }
+)
+
+
+def error_category(code: str) -> ErrorCategory:
+    """The category of ``code``; a code missing from the catalogue counts as a failure."""
+    return ERROR_CATEGORIES.get(code, "failure")

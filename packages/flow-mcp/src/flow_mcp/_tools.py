@@ -39,9 +39,10 @@ from flow_core import (
     Event,
     FlowError,
     Report,
+    error_report,
+    is_error,
     report_json_schema,
 )
-from flow_core import __version__ as flow_core_version
 from flow_mcp._session import INVALID_PARAMS, JsonRpcError, RequestId
 
 #: The tool names, in the order ``tools/list`` gives them.
@@ -204,11 +205,15 @@ def validate_arguments(name: str, arguments: Mapping[str, Any]) -> str | None:
 
 
 def tool_result(report: Report) -> dict[str, Any]:
-    """A ``CallToolResult`` for one report: text block, structured content, ``isError``."""
+    """A ``CallToolResult`` for one report: text block, structured content, ``isError``.
+
+    ``isError`` is ``flow_core.is_error``: true exactly when the CLI would exit non-zero for
+    the same report (the category of its error codes in flow-core's catalogue).
+    """
     return {
         "content": [{"type": "text", "text": report.to_json()}],
         "structuredContent": report.to_dict(),
-        "isError": not report.ok,
+        "isError": is_error(report),
     }
 
 
@@ -426,16 +431,9 @@ class FlowTools:
         *,
         task: str | None = None,
     ) -> Report:
-        """A report with ``status`` "error" and one ``{code, message}`` entry."""
-        return Report(
-            kind=kind,
-            ok=False,
-            status="error",
-            flow_version=flow_core_version,
-            workspace=self.workspace,
-            trusted=self.trusted,
-            task=task,
-            errors=[ErrorInfo(code=code, message=message)],
+        """An error report (``flow_core.error_report``) with one ``{code, message}`` entry."""
+        return error_report(
+            kind, code, message, workspace=self.workspace, trusted=self.trusted, task=task
         )
 
 
