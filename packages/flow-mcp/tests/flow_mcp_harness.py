@@ -323,7 +323,7 @@ def start_inproc(
 ) -> Iterator[ServerFactory]:
     """Like ``start_server``, served in this process (:class:`InProcessServer`)."""
     for name, value in server_env(tmp_path).items():
-        if name in ("XDG_CONFIG_HOME", "HOME") or name.lower().endswith("_proxy"):
+        if name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "HOME") or name.lower().endswith("_proxy"):
             monkeypatch.setenv(name, value)
     for name in list(os.environ):
         if name.lower().endswith("_proxy"):
