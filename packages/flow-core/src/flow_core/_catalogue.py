@@ -117,6 +117,14 @@ EDITOR_ERROR_CODES: Mapping[str, str] = MappingProxyType(
         "only a private Unix socket is accepted",
         "editor_socket_public": "the socket is reachable by other users: put it in a 0700 "
         "directory you own, or remove its group/other permission bits",
+        "editor_socket_dir_unsafe": "another user could replace the socket: its directory is "
+        "not yours or others can write it, or a directory or symbolic link on the way belongs "
+        "to another user (not root) or is writable by others without the sticky bit; use a "
+        "0700 directory of yours",
+        "editor_socket_peer": "the process listening on the socket does not run as the user "
+        "(its uid is read from the connected socket: SO_PEERCRED, LOCAL_PEERCRED) or the uid "
+        "cannot be read; the socket may have been swapped after it was checked; the "
+        "connection is closed unused",
         "editor_unavailable": "Neovim could not be reached, went away (killed, socket closed) or "
         "the bridge was already closed or failed, or the bridge is not installed; reconnect",
         "editor_timeout": "Neovim did not answer within the editor request timeout (seconds); "
@@ -155,7 +163,9 @@ _USAGE: Final = frozenset(
         "config_not_found",
         "config_syntax",
         "config_unsafe",
+        "editor_socket_dir_unsafe",
         "editor_socket_invalid",
+        "editor_socket_peer",
         "editor_socket_public",
         "editor_socket_tcp",
         "editor_timeout_invalid",

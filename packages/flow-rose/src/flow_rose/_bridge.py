@@ -195,7 +195,8 @@ class RoseBridge:
 
         Raises:
             EditorError: ``editor_timeout_invalid``, ``editor_socket_tcp``,
-                ``editor_socket_invalid``, ``editor_socket_public``, ``editor_unavailable``,
+                ``editor_socket_invalid``, ``editor_socket_dir_unsafe``, ``editor_socket_public``,
+                ``editor_socket_peer``, ``editor_unavailable``,
                 ``editor_timeout``, ``editor_protocol``, ``editor_workspace_mismatch`` or
                 ``editor_freshness_missing``.
         """

@@ -39,6 +39,7 @@ import pynvim  # type: ignore[import-untyped]  # imported on the main thread: se
 
 from flow_core import EditorError
 from flow_rose._errors import editor_error
+from flow_rose._socket import check_peer
 
 SCHEMAS_LUA = "return require('rose.tools').schemas()"
 """The first of the two Lua expressions the bridge ever sends (no parameters)."""
@@ -217,10 +218,15 @@ class Connection:
                     if job.kind == "connect":
                         session = _open_session(job.args[0])
                         self._loop = session.loop
+                        _check_session_peer(session, job.args[0])
                         result: Any = None
                     else:
                         assert session is not None
                         result = _send(session, job.kind, job.args)
+                except EditorError as err:  # the peer is not ours: never used, closed now
+                    self._mark_failed(err.message)
+                    job.future.set_exception(err)
+                    return
                 except (OSError, EOFError) as err:
                     # The socket is gone (Neovim killed or exited), refused, or our own
                     # interrupt after a timeout stopped the loop: the connection is over.
@@ -259,6 +265,29 @@ class Connection:
                 job.future.set_exception(
                     _error("editor_unavailable", "the editor connection was closed")
                 )
+
+
+def _check_session_peer(session: _Session, path: str) -> None:
+    """Refuse a session whose socket is served by another user (see ``_socket.check_peer``).
+
+    The connected socket is taken from pynvim's asyncio transport (the same layout
+    :func:`_close_session` relies on); when it cannot be found the peer cannot be verified
+    and the session is refused (fail closed).
+
+    Raises:
+        EditorError: ``editor_socket_peer``.
+    """
+    transport = getattr(session.loop, "_transport", None)
+    sock = None
+    if isinstance(transport, asyncio.BaseTransport):
+        sock = transport.get_extra_info("socket")
+    if sock is None:
+        raise editor_error(
+            "editor_socket_peer",
+            f"cannot reach the connected socket for {path!r} to verify its peer "
+            "(unknown pynvim layout); refusing to use it",
+        )
+    check_peer(sock, path)
 
 
 def _close_session(session: _Session) -> None:
