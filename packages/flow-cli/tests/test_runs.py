@@ -281,3 +281,26 @@ def test_store_inside_the_workspace_is_refused(
     assert result.json()["errors"][0]["code"] == "run_store_unusable"
     assert (workspace / "calc.py").read_text() == ORIGINAL
     assert not (workspace / ".state").exists()
+
+
+def test_tui_lists_shows_diffs_and_undoes_runs(
+    env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
+) -> None:
+    fake = fake_ollama(scripted(BROKEN))
+    cfg = _config(h, tmp_path, workspace, fake.url)
+    env.vars["COLUMNS"] = "200"
+    stdin = "fix add\n/runs\n/show\n/diff\n/undo\n/runs\n/quit\n"
+    result = env.flow("tui", "--config", str(cfg), "--trusted", stdin=stdin)
+    assert result.code == 0, result.stderr
+    out = result.stdout
+    run_id = sorted(os.listdir(state / "flow" / "runs"))[0]  # the run; the undo came later
+    assert "left changed in the workspace, not verified: calc.py, notes.md" in out
+    assert f"to undo: /undo {run_id}" in out
+    assert "Runs (newest first)" in out
+    assert "calc.py (changed)" in out  # /show
+    assert "-    return a + b" in out  # /diff
+    assert "restored calc.py" in out  # /undo
+    assert "removed notes.md (the run created it)" in out
+    assert "undone by" in out  # the second /runs
+    assert (workspace / "calc.py").read_text() == ORIGINAL
+    assert not (workspace / "notes.md").exists()

@@ -250,7 +250,7 @@ def show_run(opts: CommonOptions, run_id: str | None, part: str | None) -> int:
     return EXIT_OK
 
 
-def _workspace_for(ctx: StoreContext, info: RunInfo) -> Any:
+def workspace_for(ctx: StoreContext, info: RunInfo) -> Any:
     """The run's workspace under flow-safeio, with the operator's protected paths when the
     loaded config is for that workspace (else the built-in protected list)."""
     from flow_core.config._schema import DEFAULT_PROTECTED
@@ -277,7 +277,7 @@ def undo(opts: CommonOptions, run_id: str | None, *, force: bool) -> int:
     try:
         ctx = open_context(opts)
         info = pick(ctx, run_id)
-        with _workspace_for(ctx, info) as ws:
+        with workspace_for(ctx, info) as ws:
             result = undo_run(ctx.store, info, ws, force=force)
     except (StoreError, SafeIOError) as err:
         code = getattr(err, "code", "undo_failed")
@@ -307,7 +307,7 @@ def apply(opts: CommonOptions, run_id: str) -> int:
     try:
         ctx = open_context(opts)
         info = pick(ctx, run_id)
-        with _workspace_for(ctx, info) as ws:
+        with workspace_for(ctx, info) as ws:
             result = apply_run(ctx.store, info, ws)
     except (StoreError, SafeIOError) as err:
         code = getattr(err, "code", "apply_conflict")

@@ -29,6 +29,7 @@ from flow_cli._summary import (
     missing_executable,
     models_summary,
 )
+from flow_cli._tui_runs import RUN_COMMANDS, RUN_HELP, handle_run_command
 
 if TYPE_CHECKING:
     from flow_core import CheckResult, Event, Report, Runtime
@@ -52,6 +53,7 @@ HELP: tuple[tuple[str, str], ...] = (
     ("/models", "models installed on the model server"),
     ("/model NAME", "use an installed model for every role"),
     ("/build REQUEST", "run the verified workflow on REQUEST"),
+    *RUN_HELP,
     ("/clear", "clear the screen"),
     ("/quit", "leave (Ctrl-D does the same)"),
     ("any other line", "a task, run exactly like /build"),
@@ -161,6 +163,10 @@ class Tui:
             warning = missing_executable(spec, report.workspace)
             if warning is not None:
                 self.console.print(f"[yellow]{escape(warning)}[/]", soft_wrap=True)
+        for problem in report.warnings:
+            if problem.code != "preflight_check_missing":  # said per check just above
+                text = f"warning: {problem.message} [{problem.code}]"
+                self.console.print(f"[yellow]{escape(clean(text))}[/]", soft_wrap=True)
         self.console.print("Type a task, or /help for commands. Ctrl-D leaves.")
 
     def handle(self, line: str) -> bool:
@@ -194,6 +200,8 @@ class Tui:
                 self.task(rest)
             else:
                 self.console.print("usage: /build REQUEST")
+        elif command in RUN_COMMANDS:
+            handle_run_command(command, rest, self.console, self.opts)
         elif command == "/clear":
             self.console.clear()
         else:
@@ -328,8 +336,12 @@ class Tui:
         self.summary(report)
 
     def task(self, text: str) -> None:
+        from flow_cli._leftover import leftover_lines
+
         report = self._interruptible(lambda rt: rt.run(text))
         self.summary(report)
+        for line in leftover_lines(report):  # what an unverified run left, and /undo
+            self.console.print(f"[yellow]{escape(line.replace('flow undo', '/undo'))}[/]")
 
     def _interruptible(
         self, action: Callable[[Runtime], Report], *, checks_only: bool = False
