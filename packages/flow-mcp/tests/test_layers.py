@@ -24,7 +24,7 @@ from flow_mcp import (
     tool_definitions,
 )
 from flow_mcp._framing import decode, encode
-from flow_mcp._tools import validate_arguments
+from flow_mcp._inputs import validate_arguments
 
 
 def test_public_names() -> None:
@@ -398,3 +398,36 @@ def test_parse_options_maps_every_flag() -> None:
         editor_timeout=0.1,
     )
     assert flow_mcp.parse_options([]).editor_timeout == flow_mcp.EDITOR_TIMEOUT_DEFAULT == 120.0
+
+
+ARGUMENT_SAMPLES: list[dict[str, Any]] = [
+    {},
+    {"name": "lint"},
+    {"name": ""},
+    {"name": None},
+    {"name": 5},
+    {"name": ["a"]},
+    {"task": "t"},
+    {"task": ""},
+    {"task": None},
+    {"task": 3.5},
+    {"task": "t", "force": True},
+    {"verbose": True},
+]
+
+
+@pytest.mark.parametrize("tool", list(flow_mcp.TOOL_NAMES))
+def test_input_schema_and_validation_come_from_one_model(tool: str) -> None:
+    # The advertised inputSchema and the server's validation agree on every sample, judged
+    # by an independent JSON Schema validator (the one the MCP SDK uses).
+    import jsonschema
+
+    from flow_mcp._inputs import ARGUMENT_MODELS
+
+    schema = next(t["inputSchema"] for t in tool_definitions() if t["name"] == tool)
+    assert schema == ARGUMENT_MODELS[tool].model_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for sample in ARGUMENT_SAMPLES:
+        by_schema = jsonschema.Draft202012Validator(schema).is_valid(sample)
+        by_model = validate_arguments(tool, sample) is None
+        assert by_schema == by_model, (tool, sample)

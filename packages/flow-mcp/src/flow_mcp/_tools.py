@@ -1,11 +1,12 @@
 """The three tools (MCP 2025-11-25, "Server Features > Tools").
 
 ``flow_status``, ``flow_check`` and ``flow_run`` each declare a ``title``, a ``description``,
-an ``inputSchema`` that allows no extra properties, the report's JSON Schema as
+an ``inputSchema`` generated from the tool's pydantic arguments model (``_inputs``, which
+also validates each call; no extra properties), the report's JSON Schema as
 ``outputSchema`` and behaviour ``annotations``. Every result is a ``CallToolResult`` whose
 ``structuredContent`` is a Flow report, whose single text block is that report serialised
-(for clients that ignore structured content) and whose ``isError`` is true exactly when the
-report is not ``ok``.
+(for clients that ignore structured content) and whose ``isError`` is ``flow_core.is_error``
+(true exactly when the CLI would exit non-zero for that report).
 
 Where errors go ("Server Features > Tools > Error Handling"):
 
@@ -43,6 +44,7 @@ from flow_core import (
     is_error,
     report_json_schema,
 )
+from flow_mcp._inputs import input_schema, validate_arguments
 from flow_mcp._session import INVALID_PARAMS, JsonRpcError, RequestId
 
 #: The tool names, in the order ``tools/list`` gives them.
@@ -85,7 +87,7 @@ def _build_definitions() -> list[dict[str, Any]]:
                 "configured named checks and where the configuration came from. Runs no model "
                 "request and no command."
             ),
-            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "inputSchema": input_schema("flow_status"),
             "outputSchema": output,
             "annotations": {
                 "title": "Flow status",
@@ -102,17 +104,7 @@ def _build_definitions() -> list[dict[str, Any]]:
                 "workspace and report each result. Needs the server started with --trusted. "
                 "Check commands are fixed by the operator's configuration."
             ),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "name": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "one configured check name; omit to run every check",
-                    }
-                },
-                "additionalProperties": False,
-            },
+            "inputSchema": input_schema("flow_check"),
             "outputSchema": output,
             "annotations": {
                 "title": "Run Flow checks",
@@ -131,18 +123,7 @@ def _build_definitions() -> list[dict[str, Any]]:
                 "report says whether the change is verified and carries the diff. Without "
                 "--trusted the run only plans."
             ),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "task": {
-                        "type": "string",
-                        "minLength": 1,
-                        "description": "what to change, in plain language",
-                    }
-                },
-                "required": ["task"],
-                "additionalProperties": False,
-            },
+            "inputSchema": input_schema("flow_run"),
             "outputSchema": output,
             "annotations": {
                 "title": "Run a verified Flow task",
@@ -174,34 +155,6 @@ def _definitions() -> list[dict[str, Any]]:
 def tool_definitions() -> list[dict[str, Any]]:
     """A fresh copy of the three ``Tool`` objects that ``tools/list`` returns."""
     return copy.deepcopy(_definitions())
-
-
-def validate_arguments(name: str, arguments: Mapping[str, Any]) -> str | None:
-    """Check ``arguments`` against the tool's ``inputSchema``.
-
-    Only the keywords these schemas use are implemented: ``properties``, ``required``,
-    ``additionalProperties: false``, ``type: string`` and ``minLength``.
-
-    Returns:
-        None when valid, else one sentence naming the first problem found.
-    """
-    schema = next(d["inputSchema"] for d in _definitions() if d["name"] == name)
-    props: dict[str, Any] = schema["properties"]
-    for key in arguments:
-        if key not in props:
-            allowed = ", ".join(sorted(props)) or "none"
-            return f"unexpected argument {key!r} for {name} (allowed: {allowed})"
-    for key in schema.get("required", ()):
-        if key not in arguments:
-            return f"missing required argument {key!r} for {name}"
-    for key, value in arguments.items():
-        spec = props[key]
-        if spec.get("type") == "string":
-            if not isinstance(value, str):
-                return f"argument {key!r} of {name} must be a string, not {type(value).__name__}"
-            if len(value) < spec.get("minLength", 0):
-                return f"argument {key!r} of {name} must not be empty"
-    return None
 
 
 def tool_result(report: Report) -> dict[str, Any]:
@@ -445,5 +398,4 @@ __all__ = [
     "progress_message",
     "tool_definitions",
     "tool_result",
-    "validate_arguments",
 ]
