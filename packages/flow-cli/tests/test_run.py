@@ -181,3 +181,40 @@ def test_read_only_run_shows_the_first_lines_of_a_long_plan(
     assert lines[1:] == [f"  {i}. step {i} [bold]as written[/bold]" for i in range(1, 13)] + [
         "  … 18 more lines in the report's plan"
     ]
+
+
+def test_sigint_during_a_model_request_says_stopping_and_ends_interrupted(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    import signal
+    import threading
+
+    arrived = threading.Event()
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        arrived.set()  # the planner's request is in flight
+        release.wait(60)
+        return "Plan: nothing.", []
+
+    fake = fake_ollama(held)
+    cfg = _setup(h, tmp_path, workspace, fake.url)
+    before = (workspace / "calc.py").read_bytes()
+    proc = env.popen("run", "add a comment", "--config", str(cfg), "--trusted")
+    try:
+        assert arrived.wait(60), "the planner's request never reached the model server"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "stopping… (press Ctrl-C again to force)" in stderr
+    assert stderr.index("stopping…") < stderr.index("interrupted")
+    report = json.loads(stdout)
+    assert report["status"] == "interrupted"
+    assert (workspace / "calc.py").read_bytes() == before
+    # Nothing went on after the stop: the coder never got a request.
+    assert all("write_file" not in _tool_names(r) for r in fake.requests)

@@ -314,6 +314,43 @@ def test_live_view_shows_tool_arguments_and_error(env, h, tmp_path, workspace, f
         child.close()
 
 
+def test_ctrl_c_during_a_model_request_says_stopping_and_never_moves_on(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    import threading
+
+    arrived = threading.Event()
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if not request.get("format") and len(request["messages"]) == 2:
+            arrived.set()
+            release.wait(60)
+        return script(request)
+
+    fake = fake_ollama(held)
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    child = _spawn(env, "--config", str(cfg), "--trusted")
+    try:
+        child.expect("flow>")
+        child.send("add a comment\r")
+        assert arrived.wait(60), "the planner's request never reached the model server"
+        child.sendintr()
+        child.expect("stopping…")
+        child.expect(r"run: \S*interrupted")
+        after_stop = child.before
+        child.expect("flow>")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+    finally:
+        release.set()
+        child.close()
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", after_stop)  # drop terminal control codes
+    assert "role planner" in shown
+    assert "role coder" not in shown  # the view never moved on to another role
+    assert (workspace / "calc.py").read_text() != FIXED
+
+
 def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
     env, h, tmp_path, workspace
 ) -> None:

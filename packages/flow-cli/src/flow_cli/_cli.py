@@ -83,6 +83,9 @@ def cli(
     With no subcommand, starts the terminal UI. The common flags work before or after the
     subcommand. Exit codes: 0 ok, 1 failed/unverified, 2 configuration/usage error,
     130 interrupted.
+
+    Ctrl-C (or SIGTERM) while a command works: the first stops it cleanly ("stopping…"; check
+    processes are killed, the report says interrupted); a second forces an immediate exit.
     """
     opts = CommonOptions(workspace=workspace, config=config_file, trusted=trusted, model=model)
     ctx.obj = opts

@@ -9,6 +9,8 @@ on stdout.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
@@ -17,6 +19,7 @@ from flow_cli._options import CommonOptions
 from flow_cli._stdout import StdoutGuard
 
 if TYPE_CHECKING:
+    from flow_cli._progress import LiveProgress
     from flow_core import Event, Report, Runtime
 
 ReportKind = Literal["status", "check", "run"]
@@ -142,6 +145,8 @@ class _Interrupts:
         from flow_core import Interrupts
 
         self.runtime: Runtime | None = None
+        #: The live view, when one is drawn: it shows "stopping…" and stops following roles.
+        self.progress: LiveProgress | None = None
         self.signals = Interrupts(self._interrupt)
 
     @property
@@ -151,8 +156,20 @@ class _Interrupts:
     def _interrupt(self, signum: int) -> bool:
         if self.runtime is None:
             return False
+        if self.progress is not None:
+            self.progress.stopping()
+        else:
+            # os.write, not sys.stderr: a signal handler may run in the middle of another
+            # write to sys.stderr, and the buffered writer refuses reentrant calls.
+            _raw_stderr("flow: stopping… (press Ctrl-C again to force)\n")
         self.runtime.interrupt()
         return True
+
+
+def _raw_stderr(text: str) -> None:
+    """Write ``text`` to fd 2 without Python's buffers (safe inside a signal handler)."""
+    with contextlib.suppress(OSError):
+        os.write(2, text.encode("utf-8", "replace"))
 
 
 def kill_check_groups() -> None:
@@ -215,6 +232,7 @@ def _produce(
                 from flow_cli._progress import LiveProgress
 
                 progress = LiveProgress.on_stderr(checks_only=kind == "check")
+                interrupts.progress = progress
             runtime = build_runtime(opts, on_event=progress.on_event if progress else None)
             interrupts.runtime = runtime
             if kind == "check" and not opts.trusted:
@@ -254,7 +272,10 @@ def _produce(
         if runtime is not None:
             runtime.interrupt()
         kill_check_groups()
-        say("interrupted; check process groups were killed")
+        if interrupts.count > 1:
+            say("forced stop (second signal); check process groups were killed")
+        else:
+            say("interrupted; check process groups were killed")
         report = error_report(
             kind, "interrupted", "interrupted by a signal", opts=opts, runtime=runtime
         )

@@ -57,6 +57,9 @@ HELP: tuple[tuple[str, str], ...] = (
     ("/clear", "clear the screen"),
     ("/quit", "leave (Ctrl-D does the same)"),
     ("any other line", "a task, run exactly like /build"),
+    ("Ctrl-C (task running)", "stop it: 'stopping…' at once, its checks are killed; again: force"),
+    ("Ctrl-C (at the prompt)", "clear the line"),
+    ("Up / Down", "earlier lines (history kept between sessions)"),
 )
 
 
@@ -137,7 +140,10 @@ class Tui:
                 if not self.handle(line.strip()):
                     return 0
             except KeyboardInterrupt:
-                self.console.print("[yellow]cancelled[/]")
+                self.console.print(
+                    "[yellow]forced stop[/] (second Ctrl-C): the task was abandoned at once; "
+                    "its check process groups were killed"
+                )
             except FlowError as err:
                 self.console.print("[red]error[/]: " + escape(f"{err.message} [{err.code}]"))
 
@@ -352,7 +358,7 @@ class Tui:
         from flow_core import Interrupts
 
         # Ctrl-C: the first stops the task (check process groups killed), the second forces.
-        ctrl_c = Interrupts(lambda _signum: _stop(runtime), signals=(signal.SIGINT,))
+        ctrl_c = Interrupts(lambda _signum: _stop(runtime, progress), signals=(signal.SIGINT,))
         try:
             with ctrl_c.installed():
                 progress.start()
@@ -461,6 +467,9 @@ def run_tui(opts: CommonOptions) -> int:
         tui.close()
 
 
-def _stop(runtime: Runtime) -> bool:
+def _stop(runtime: Runtime, progress: LiveProgress | None = None) -> bool:
+    """The first Ctrl-C of a task: show "stopping…" at once, then ask the runtime to stop."""
+    if progress is not None:
+        progress.stopping()
     runtime.interrupt()
     return True
