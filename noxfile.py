@@ -186,7 +186,7 @@ def wheels(session: nox.Session) -> None:
     """Build every wheel, install each alone into a fresh venv outside the checkout (slow).
 
     In that venv: ``python -I -c "import <name>"``, each console script's ``--help``, and the
-    package's bundled resources (``flow_core.skills``). ``flow-safeio`` must pull in no
+    package's bundled resources (``flow_core.prompts``). ``flow-safeio`` must pull in no
     third-party distribution.
     """
     session.install("build>=1.2", "uv>=0.4")
@@ -238,7 +238,7 @@ def wheels(session: nox.Session) -> None:
                     py,
                     "-I",
                     "-c",
-                    "import flow_core; assert flow_core.list_skills(), 'no bundled skills'",
+                    "import flow_core; assert flow_core.list_prompts(), 'no bundled prompts'",
                     external=True,
                 )
             if p.name == "flow-safeio":

@@ -86,9 +86,9 @@ if TYPE_CHECKING:
     from flow_core.models.ollama import OllamaBackend
     from flow_core.models.openai import OpenAIBackend
     from flow_core.models.scripted import ScriptedBackend, ScriptedReply, ScriptedRequest
+    from flow_core.prompts import list_prompts, load_prompt
     from flow_core.run import REVIEW_SCHEMA
     from flow_core.run._runtime import Runtime
-    from flow_core.skills import list_skills, load_skill
     from flow_core.tools._policy import (
         EDITOR_TOOL_NAMES,
         FILE_TOOL_NAMES,
@@ -172,9 +172,9 @@ _EXPORTS: dict[str, str] = {
     "evaluate_gate": "flow_core.verify._gate",
     "kill_all_process_groups": "flow_core.verify._checks",
     "language_key": "flow_core.verify._filetypes",
-    "list_skills": "flow_core.skills",
+    "list_prompts": "flow_core.prompts",
     "load_config": "flow_core.config._load",
-    "load_skill": "flow_core.skills",
+    "load_prompt": "flow_core.prompts",
     "make_backend": "flow_core.models",
     "parse_reply": "flow_core.models._parse",
     "report_json_schema": "flow_core._report",
@@ -258,7 +258,7 @@ __all__ = [
     "Review",
     "Role",
     "RoleUsage",
-    # runtime, checks, gate, tools, skills
+    # runtime, checks, gate, tools, prompts
     "Runtime",
     "ScriptedBackend",
     "ScriptedReply",
@@ -277,9 +277,9 @@ __all__ = [
     "is_error",
     "kill_all_process_groups",
     "language_key",
-    "list_skills",
+    "list_prompts",
     "load_config",
-    "load_skill",
+    "load_prompt",
     "make_backend",
     "parse_reply",
     "report_json_schema",

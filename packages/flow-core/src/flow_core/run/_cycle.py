@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 from flow_core._errors import EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
+from flow_core.prompts import load_prompt
 from flow_core.run._changes import ChangeTracker
 from flow_core.run._loop import run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import RoleOutcome, RunEnded, RunState
-from flow_core.skills import load_skill
 from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class RunDriver:
         cycle: int | None,
         response_format: Mapping[str, Any] | None = None,
     ) -> RoleOutcome:
-        system = load_skill(role)
+        system = load_prompt(role)
         toolbox = self.toolbox(role, cycle)
         try:
             return run_role(

@@ -1,6 +1,6 @@
 """The texts the runtime writes into the roles' user messages.
 
-The system prompts are the bundled prompt files (``flow_core.skills``); these are the per-run
+The system prompts are the bundled prompt files (``flow_core.prompts``); these are the per-run
 parts: the task, the plan, the configured checks, the previous cycle's failures and the diff
 the reviewer judges. Sizes are in characters.
 """

@@ -1,0 +1,39 @@
+"""The bundled system prompts of the three roles (planner, coder, reviewer), as package resources.
+
+The prompts are installed inside the package and read only from there, never from the
+workspace: a project cannot rewrite the instructions of the roles that judge its own change.
+(They are prompts in the usual sense; "skills" now means ``SKILL.md`` agent skills, which Flow
+does not load.)
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+__all__ = ["list_prompts", "load_prompt"]
+
+
+def list_prompts() -> list[str]:
+    """Names of the bundled prompts (file stems, sorted): ``["coder", "planner", "reviewer"]``."""
+    root = resources.files(__name__)
+    return sorted(
+        entry.name[: -len(".md")]
+        for entry in root.iterdir()
+        if entry.is_file() and entry.name.endswith(".md")
+    )
+
+
+@cache
+def load_prompt(name: str) -> str:
+    """The text of one bundled prompt (UTF-8 Markdown).
+
+    Args:
+        name: a name from :func:`list_prompts` (no path, no extension).
+
+    Raises:
+        KeyError: no bundled prompt has that name.
+    """
+    if name not in list_prompts():
+        raise KeyError(f"no bundled prompt named {name!r}; bundled: {', '.join(list_prompts())}")
+    return resources.files(__name__).joinpath(name + ".md").read_text(encoding="utf-8")
