@@ -1,8 +1,8 @@
 """``[runs]``: where and how long Flow keeps its run records, and what an unverified run leaves.
 
 Every run gets a folder in the run store (``flow_core.store``) outside the workspace; these
-keys bound it and set the defaults the CLI, the TUI and the MCP server share. Source: the
-project's ``docs/architecture.md`` ("Run store").
+keys bound it and set the defaults the CLI, the TUI and the MCP server share. Source:
+flow-core's README, "Run store".
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
    the run started from; an unverified change is not applied and stays in the record for
    ``flow show ID --diff`` and ``flow apply ID``.
 
-Source: the project's ``docs/architecture.md`` ("Isolated runs").
+Source: flow-core's README, "Isolated runs".
 """
 
 from __future__ import annotations

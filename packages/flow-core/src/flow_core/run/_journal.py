@@ -5,8 +5,8 @@ calls it at five points: each model request and reply (through ``wrap``), each t
 its arguments and the result the model saw, each check result, each pre-image before a first
 write, and the end of the run (report, plan, diff, manifest). Everything but the pre-image is
 best effort: a record that cannot be written never stops a run, while a write whose pre-image
-cannot be kept is refused (``flow_core.store``). Source: the project's
-``docs/architecture.md`` ("Run store").
+cannot be kept is refused (``flow_core.store``). Source: flow-core's README, "Run
+store".
 """
 
 from __future__ import annotations

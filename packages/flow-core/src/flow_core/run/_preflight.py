@@ -1,8 +1,8 @@
 """Preflight: the problems that make a run unverifiable, found before any model request.
 
 A trusted run can only end verified when at least one required check exists and every
-required check's executable is there (the project's ``docs/architecture.md``, "What verified
-means"); a run needs a task and a workspace. ``Runtime.run`` refuses a run with any of these
+required check's executable is there (flow-core's README, "What \"verified\" means"); a run
+needs a task and a workspace. ``Runtime.run`` refuses a run with any of these
 problems before the planner's first request (status ``error``, the CLI exits 2), and
 ``Runtime.status`` reports them as ``warnings``.
 """

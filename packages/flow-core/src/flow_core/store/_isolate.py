@@ -9,8 +9,8 @@ the executables resolved in the real workspace. Git runs with hooks disabled
 Without git (or without a first commit) the tree is a private copy of the workspace that skips
 the generated and environment folders (``flow_safeio.SKIPPED_DIRS``) and keeps symbolic links
 as links. Afterwards the worktree is removed (``git worktree remove --force`` then
-``git worktree prune``), so the user's ``.git`` holds no trace of it. Source: the project's
-``docs/architecture.md`` ("Isolated runs").
+``git worktree prune``), so the user's ``.git`` holds no trace of it. Source: flow-core's
+README, "Isolated runs".
 """
 
 from __future__ import annotations

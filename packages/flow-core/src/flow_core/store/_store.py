@@ -1,6 +1,6 @@
 """The run store: one private folder per run under ``$XDG_STATE_HOME/flow/runs/``.
 
-Source: the project's ``docs/architecture.md`` ("Run store"). The folder is never inside the
+Source: flow-core's README, "Run store". The folder is never inside the
 workspace (a model that can write the workspace must not be able to rewrite the record of what
 it did, or the pre-images an undo restores). Folders are 0700 and files 0600. Old records are
 pruned when a new one starts: beyond ``[runs] keep`` records or older than

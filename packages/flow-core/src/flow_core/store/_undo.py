@@ -5,7 +5,7 @@ it should hold first (SHA-256), every stored image is read and verified, and onl
 anything written, through ``flow_safeio.Workspace`` (the path rules, protected paths, no
 symbolic link followed, atomic replace). A write that fails half-way is rolled back from the
 bytes read just before. An undo is itself a run record (kind ``undo``), so it can be shown and
-undone in turn. Source: the project's ``docs/architecture.md`` ("Run store").
+undone in turn. Source: flow-core's README, "Run store".
 """
 
 from __future__ import annotations
