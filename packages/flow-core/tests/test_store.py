@@ -289,3 +289,18 @@ def test_apply_refused_when_the_workspace_moved(store: RunStore, ws: Path) -> No
     assert applied.written == ["a.py"]
     assert (ws / "a.py").read_text() == "a = 2\n"
     assert store.get(rec.id).meta["applied"] is True
+
+
+def test_a_run_still_in_progress_is_not_undone(store: RunStore, ws: Path) -> None:
+    rec = store.begin(workspace=str(ws), task="t")  # this process: alive, status running
+    rec.pre_image("a.py", (ws / "a.py").read_bytes())
+    (ws / "a.py").write_text("a = 2\n")
+    rec.post_hashes({"a.py": sha256(b"a = 2\n")})
+    with Workspace(str(ws)) as w, pytest.raises(StoreError) as caught:
+        undo_run(store, store.get(rec.id), w)
+    assert caught.value.code == "undo_conflict"
+    assert "still running" in caught.value.message
+    assert (ws / "a.py").read_text() == "a = 2\n"
+    rec.save_meta(pid=2**22 + 12345)  # a pid no process has: the run died
+    with Workspace(str(ws)) as w:
+        assert undo_run(store, store.get(rec.id), w).restored == ["a.py"]

@@ -98,6 +98,16 @@ def _write_set(ws: Workspace, changes: Mapping[str, bytes | None], code: str) ->
         ) from err
 
 
+def _refuse_live(info: RunInfo, what: str) -> None:
+    """A record whose process is still running is not undone or applied under its feet."""
+    if info.status == "running" and not info.interrupted:
+        raise StoreError(
+            f"run {info.id} is still running (pid {info.meta.get('pid')}); let it finish or "
+            f"stop it, then {what} it",
+            code="undo_conflict" if what == "undo" else "apply_conflict",
+        )
+
+
 def undo_run(
     store: RunStore, info: RunInfo, workspace: Workspace, *, force: bool = False
 ) -> UndoResult:
@@ -119,6 +129,7 @@ def undo_run(
             ``undo_failed`` (a stored pre-image is missing or corrupt, or a write failed:
             everything written was put back).
     """
+    _refuse_live(info, "undo")
     meta = info.meta
     if meta.get("isolated") and not meta.get("applied"):
         raise StoreError(
@@ -194,6 +205,7 @@ def apply_run(store: RunStore, info: RunInfo, workspace: Workspace) -> ApplyResu
             ``apply_conflict`` (the workspace changed meanwhile), ``undo_failed`` (a stored
             image is missing or corrupt) or ``apply_conflict`` after a failed write (put back).
     """
+    _refuse_live(info, "apply")
     meta = info.meta
     if not meta.get("isolated"):
         raise StoreError(
