@@ -45,7 +45,7 @@ import harness
 import modelserver
 
 DEFAULT_OLLAMA_MODEL = "qwen2.5-coder:7b"
-#: Budgets for a capable Ollama model (the seed README's example values).
+#: Budgets for a capable Ollama model (the example values in packages/flow-cli/README.md).
 OLLAMA_BUDGETS = harness.Budgets(
     max_iterations=6, max_cycles=2, max_tool_calls=64, max_context_chars=100_000
 )

@@ -25,7 +25,7 @@ from flow_core import (
 )
 from flow_core.config import DEFAULT_PROTECTED
 
-SEED = """\
+EXAMPLE = """\
 workspace_dir = "{ws}"
 
 [ollama]
@@ -96,13 +96,13 @@ def error_of(**kw: object) -> ConfigError:
     return err.value
 
 
-# --- the seed example and defaults -----------------------------------------------------------
+# --- the full example and defaults- -----------------------------------------------------------
 
 
-def test_seed_example_loads(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
+def test_full_example_loads(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
     venv_python = write(ws / ".venv" / "bin" / "python", "#!/bin/sh\n")
     venv_python.chmod(0o755)
-    f = op_file(tmp_path, SEED.format(ws=ws))
+    f = op_file(tmp_path, EXAMPLE.format(ws=ws))
     loaded = load_config(config_file=f, environ=env)
     cfg = loaded.config
     assert loaded.sources == [str(f)]
@@ -163,7 +163,7 @@ def test_missing_executable_is_not_a_config_error(
 
 
 def test_check_snapshot_is_frozen(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
-    cfg = load_config(config_file=op_file(tmp_path, SEED.format(ws=ws)), environ=env).config
+    cfg = load_config(config_file=op_file(tmp_path, EXAMPLE.format(ws=ws)), environ=env).config
     with pytest.raises(ValidationError):
         cfg.checks["lint"].cmd = ("rm", "-rf", "/")  # type: ignore[misc]
     with pytest.raises(ValidationError):
@@ -260,7 +260,7 @@ def test_order_user_then_explicit_then_overrides(
 
 
 def test_model_override_beats_models_table(tmp_path: Path, ws: Path, env: dict[str, str]) -> None:
-    f = op_file(tmp_path, SEED.format(ws=ws))
+    f = op_file(tmp_path, EXAMPLE.format(ws=ws))
     cfg = load_config(config_file=f, environ=env, model="m2").config
     assert {cfg.model_for(r) for r in ("planner", "coder", "reviewer")} == {"m2"}
 
@@ -754,7 +754,7 @@ def test_make_backend_openai(ws: Path) -> None:
 
 
 def test_loading_config_does_not_import_httpx(tmp_path: Path, ws: Path) -> None:
-    f = op_file(tmp_path, SEED.format(ws=ws))
+    f = op_file(tmp_path, EXAMPLE.format(ws=ws))
     code = (
         "import sys, flow_core\n"
         f"flow_core.load_config(config_file={str(f)!r}, environ={{}})\n"

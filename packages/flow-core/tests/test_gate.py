@@ -1,4 +1,7 @@
-"""The verification gate: coverage rules and the five conditions (seed: "What verified means")."""
+"""The verification gate: coverage rules and the five conditions.
+
+Source: docs/architecture.md, "What verified means".
+"""
 
 from __future__ import annotations
 

@@ -410,7 +410,7 @@ def _message_strings(path: Path) -> list[str]:
 
 
 def test_no_message_cites_an_internal_source() -> None:
-    """Messages never mention the seed or design notes; docstrings and comments may."""
+    """Messages shown to users name no outside document (design notes, reference specs)."""
     src = Path(flow_core.__file__).parent
     found = [
         (path.name, text)

@@ -1,8 +1,8 @@
 """The click application: ``flow [status|check|run|runs|show|undo|apply|tui|serve|completion]``.
 
-Exit codes (seed: "Approve checks, then run"): 0 ok, 1 failed or unverified, 2 configuration or
-usage error, 130 interrupted. ``status``, ``check`` and ``run`` print exactly one JSON object on
-stdout, usage errors included (see ``run_cli``).
+Exit codes (``docs/architecture.md``, "Exit codes"): 0 ok, 1 failed or unverified, 2
+configuration or usage error, 130 interrupted. ``status``, ``check`` and ``run`` print exactly
+one JSON object on stdout, usage errors included (see ``run_cli``).
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 #: Failed tool calls listed (the last ones) in a run's summary table.
 _FAILED_CALLS_SHOWN = 8
 
-#: Commands of the old tool that Flow deliberately does not offer (seed: TUI paragraph).
+#: Commands of the old tool that Flow deliberately does not offer (``docs/architecture.md``,
+#: "Terminal UI").
 UNAVAILABLE = {
     "/plugins": "plugins would run unreviewed code inside Flow, so they are not supported",
     "/evolve": "self-modification is not part of Flow's bounded, verified workflow",

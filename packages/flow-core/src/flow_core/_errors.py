@@ -48,7 +48,7 @@ class UnknownCheckError(ConfigError):
 
 
 class NotTrustedError(FlowError):
-    """Writes and named checks need ``--trusted`` (seed: "Trust and security")."""
+    """Writes and named checks need ``--trusted`` (``docs/architecture.md``, "Trust")."""
 
     default_code = "not_trusted"
 

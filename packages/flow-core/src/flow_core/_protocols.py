@@ -107,7 +107,7 @@ class ChatBackend(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class EditorFreshness:
-    """Rose's editor-context freshness, API v1 (seed: "Rose integration").
+    """Rose's editor-context freshness, API v1 (``docs/architecture.md``, "Rose").
 
     Attributes:
         dirty_buffers: workspace-relative paths of every modified (unsaved) buffer.
@@ -135,8 +135,9 @@ class EditorLintResult:
     message: str = ""
 
 
-#: Editor request timeouts, in seconds: the default and the accepted range (seed: "Rose
-#: integration"). flow-rose enforces them; flow-mcp and flow-cli check their flags against them.
+#: Editor request timeouts, in seconds: the default and the accepted range
+#: (``docs/architecture.md``, "Rose"). flow-rose enforces them; flow-mcp and flow-cli check
+#: their flags against them.
 EDITOR_TIMEOUT_DEFAULT: float = 120.0
 EDITOR_TIMEOUT_MIN: float = 0.1
 EDITOR_TIMEOUT_MAX: float = 660.0

@@ -12,7 +12,7 @@ Exit codes: ``0`` the client closed stdin (or stopped reading); ``1`` the sessio
 after a frame over :data:`~flow_mcp.MAX_FRAME_BYTES`; ``2`` configuration or usage error
 (nothing was served: the message is one line on stderr, which MCP clients show when a server
 fails to start); ``130`` interrupted by SIGINT (Ctrl-C) or SIGTERM, the code every Flow
-entry point uses for an interrupted session (seed: "Approve checks, then run", exit codes).
+entry point uses for an interrupted session (``docs/architecture.md``, "Exit codes").
 
 Stdout is protocol only (MCP 2025-11-25, "Basic > Transports > stdio": the server must not
 write anything else there). :func:`run_server` therefore takes over stdin and stdout with

@@ -1,4 +1,6 @@
-"""Validation of the Neovim socket before and after connecting (seed: "Rose integration").
+"""Validation of the Neovim socket before and after connecting.
+
+Source: ``docs/architecture.md``, "Rose".
 
 A Neovim socket lets any client that reaches it run arbitrary code as the user, and a fake
 Neovim listening where Flow expects the real one would see every file Flow reads and decide

@@ -7,7 +7,7 @@ Open a :class:`Workspace` on an absolute directory and use workspace-relative ``
         ws.write_text("src/app.py", text.replace("old", "new"))
 
 Every refusal is a :class:`SafeIOError` subclass with a stable ``code`` (:data:`ERROR_CODES`).
-The rules come from the Flow reference README, section "Trust and security".
+The rules are described in ``docs/architecture.md``, sections "Trust" and "File I/O".
 """
 
 from flow_safeio.__about__ import __version__

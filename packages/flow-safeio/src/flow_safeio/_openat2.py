@@ -2,7 +2,7 @@
 
 ``openat2`` resolves a whole relative path inside the kernel, and with
 ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`` it refuses any step that
-would leave the starting directory or cross a symbolic link (DESIGN.md, "flow-safeio").
+would leave the starting directory or cross a symbolic link (``docs/architecture.md``, "File I/O").
 It exists since Linux 5.6; the system call number is 437 on every architecture that has it
 (x86_64 and aarch64 are the ones this module enables). Where it is missing, or a seccomp
 filter refuses it, :func:`available` is ``False`` and callers use the component walk.

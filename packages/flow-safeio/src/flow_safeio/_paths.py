@@ -1,8 +1,8 @@
 """Pure, syntactic path rules (no file system access).
 
-Source of the rules: the Flow reference README, section "Trust and security" (file tools take
+Source of the rules: ``docs/architecture.md``, sections "Trust" and "File I/O" (file tools take
 relative paths only; parent traversal, absolute and Windows-style paths and ``.git`` are
-refused), and DESIGN.md, section "flow-safeio".
+refused).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ MAX_COMPONENT_BYTES = 255
 MAX_PATH_BYTES = 4096
 
 #: Directory names that listings and walks skip: VCS metadata, virtual environments,
-#: dependency trees, tool caches and build outputs (DESIGN.md, "flow-safeio").
+#: dependency trees, tool caches and build outputs (``docs/architecture.md``, "File I/O").
 SKIPPED_DIRS: frozenset[str] = frozenset(
     {
         ".git",

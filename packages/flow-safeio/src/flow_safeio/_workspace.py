@@ -1,12 +1,12 @@
 """The :class:`Workspace`: descriptor-relative file I/O confined to one root directory.
 
-Source of the rules: the Flow reference README, section "Trust and security", and DESIGN.md,
-section "flow-safeio". In short: the root is held open by descriptor; every path is checked
-syntactically first (:func:`flow_safeio.validate_path`), then resolved from that descriptor
-without ever following a symbolic link (Linux ``openat2`` with ``RESOLVE_BENEATH |
-RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`` where available, else a component-by-component
-walk with ``O_NOFOLLOW``); only regular files with a single hard link are read or replaced;
-sizes are capped; writes are atomic renames of a temporary file in the same directory.
+Source of the rules: ``docs/architecture.md``, sections "Trust" and "File I/O". In short: the
+root is held open by descriptor; every path is checked syntactically first
+(:func:`flow_safeio.validate_path`), then resolved from that descriptor without ever following a
+symbolic link (Linux ``openat2`` with ``RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+RESOLVE_NO_MAGICLINKS`` where available, else a component-by-component walk with
+``O_NOFOLLOW``); only regular files with a single hard link are read or replaced; sizes are
+capped; writes are atomic renames of a temporary file in the same directory.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from flow_safeio._paths import _is_git_component, split_path
 
 __all__ = ["DEFAULT_MAX_BYTES", "Entry", "EntryKind", "Listing", "Resolver", "Workspace"]
 
-#: Default cap on a single read or write, in bytes (256 KiB; seed, "Trust and security").
+#: Default cap on a single read or write, in bytes (256 KiB; ``docs/architecture.md``, "File I/O").
 DEFAULT_MAX_BYTES = 262_144
 
 EntryKind: TypeAlias = Literal["file", "dir", "symlink", "other"]
@@ -515,7 +515,7 @@ class Workspace:
         """Open an existing entry for reading: never following links, never blocking.
 
         ``O_NONBLOCK`` keeps FIFOs and devices from blocking the open; the caller judges the
-        result with ``fstat`` (DESIGN.md: "O_NONBLOCK, then fstat").
+        result with ``fstat`` (``docs/architecture.md``, "File I/O").
         """
         if self._use_openat2:
             for _ in range(_OPENAT2_RETRIES):

@@ -48,7 +48,7 @@ def executable_identity(path: str | None) -> tuple[int, int] | None:
     """``(st_dev, st_ino)`` of the file ``path`` names, following symlinks; None if unreadable.
 
     Recorded at load as ``CheckConfig.executable_id`` and compared again just before the check
-    starts (DESIGN: "the resolved executable's identity recorded").
+    starts (``docs/architecture.md``, "Checks").
     """
     if path is None:
         return None

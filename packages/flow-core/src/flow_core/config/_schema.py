@@ -93,7 +93,7 @@ class OllamaConfig(_Strict):
     Attributes:
         allow_remote: allow a ``base_url`` whose host is not loopback (default false).
         base_url: ``http(s)://host:port``; loopback (127.0.0.0/8, ::1, localhost) unless
-            ``allow_remote`` (seed: "Trust and security").
+            ``allow_remote`` (``docs/architecture.md``, "Trust").
         model: the default model for every role without its own ``[models]`` entry.
         timeout: seconds for one HTTP request (connect, read, write, pool); > 0.
     """
@@ -140,7 +140,7 @@ class ModelsConfig(_Strict):
 
 
 class AgentConfig(_Strict):
-    """``[agent]``: budgets the host enforces (seed: "Approve checks, then run").
+    """``[agent]``: budgets the host enforces (``docs/architecture.md``, "Budgets").
 
     Attributes:
         max_iterations: model turns per role invocation.
@@ -158,8 +158,8 @@ class AgentConfig(_Strict):
 class CheckConfig(BaseModel):
     """``[checks.NAME]``: one operator-approved command, run with this exact argv.
 
-    Frozen: the argv snapshot taken at load cannot change during a run (DESIGN: "Check argv is
-    snapshotted at load").
+    Frozen: the argv snapshot taken at load cannot change during a run (``docs/architecture.md``,
+    "Checks").
 
     Attributes:
         cmd: the argv; non-empty, no empty strings or NUL characters. ``cmd[0]`` containing
@@ -225,7 +225,7 @@ class FlowConfig(BaseModel):
 
     Attributes:
         workspace_dir: absolute path of an existing directory, written as a root key before any
-            table (seed: "Approve checks, then run").
+            table (``docs/architecture.md``, "Config").
         backend: ``"ollama"`` (default) or ``"openai"``.
         ollama / openai / models / agent / runs: the tables of the same names (``runs``:
             ``flow_core.config.RunsConfig``, the run store and isolation).

@@ -1,6 +1,6 @@
 """HTTP helpers shared by the model backends (Ollama's native API, OpenAI-compatible servers).
 
-The rules come from the seed's "Trust and security" section: the default endpoint is
+The rules are ``docs/architecture.md``'s "Trust" section: the default endpoint is
 loopback, a non-loopback endpoint needs an explicit ``allow_remote``, environment proxies and
 redirects are disabled, and response sizes are bounded while they arrive.
 

@@ -5,7 +5,7 @@ Endpoints: ``POST /api/chat`` (``messages``, ``tools``, ``format``, ``stream``),
 chat reply is newline-delimited JSON: each line carries a ``message`` fragment, and the last one
 has ``"done": true`` with ``done_reason``, ``prompt_eval_count`` and ``eval_count``.
 
-Safety rules (seed: "Trust and security"): loopback unless ``allow_remote``, no environment
+Safety rules (``docs/architecture.md``, "Trust"): loopback unless ``allow_remote``, no environment
 proxies, no redirects, the reply's bytes counted against a cap while they arrive, one timeout
 in seconds.
 """

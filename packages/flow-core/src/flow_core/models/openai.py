@@ -2,7 +2,7 @@
 
 llama.cpp's servers (``llama-server`` and ``python -m llama_cpp.server``), vLLM, LM Studio and
 Ollama itself (under ``/v1``) serve this API. The backend follows the same rules as the Ollama
-backend (seed: "Trust and security"): a loopback ``base_url`` unless ``allow_remote``, no
+backend (``docs/architecture.md``, "Trust"): a loopback ``base_url`` unless ``allow_remote``, no
 environment proxies, no redirects, no credentials of any kind (no API key is looked up and no
 ``Authorization`` header is sent), and every response body is capped while it arrives.
 

@@ -1,7 +1,8 @@
 """The bundled system prompts of the three roles (planner, coder, reviewer), as package resources.
 
 The prompts are installed inside the package and read only from there, never from the
-workspace: a project cannot rewrite the instructions of the roles that judge its own change.
+workspace: a project cannot rewrite the instructions of the roles that judge its own change
+(``docs/architecture.md``, "Trust").
 (They are prompts in the usual sense; "skills" now means ``SKILL.md`` agent skills, which Flow
 does not load.)
 """

@@ -126,7 +126,8 @@ class RunDriver:
             budget_reasons.append(f"coder did not complete: {coder.failure}")
 
         # Verification starts here: what the checks and the reviewer judge must still be on
-        # disk (and in the editor) at the end of review (docs/architecture.md, "Verified").
+        # disk (and in the editor) at the end of review (docs/architecture.md, "What verified
+        # means").
         hashes_checked = self.changes.hashes()
         fresh_checked = self._freshness(cycle)
         checks = [self.run_check(name, cycle) for name in config.checks]

@@ -1,6 +1,6 @@
 """The model's tools: relative-path file tools over flow-safeio, named checks, editor tools.
 
-Source: the seed's "Trust and security" and DESIGN.md ("flow-core → Tools").
+Source: ``docs/architecture.md``, "Trust" and "Tools".
 
 Which role gets which tool is decided in one place, ``flow_core.tools._policy.role_tools``:
 readers get ``list_files``, ``read_file``, ``search_text``, ``outline`` and the editor's

@@ -1,4 +1,4 @@
-"""Running one operator-approved named check (seed: "Approve checks, then run").
+"""Running one operator-approved named check (``docs/architecture.md``, "Checks").
 
 A check is an exact argv snapshotted when the config was loaded. It runs with the workspace root
 as its working directory, in a new session (so it leads its own process group), with stdin from
@@ -223,8 +223,8 @@ def run_check(
         check: the snapshotted config: ``cmd`` (exact argv), ``timeout`` (milliseconds),
             ``executable`` (resolved at load; None means it was not found).
         cwd: the workspace root.
-        editor: when attached, the check is refused while any buffer is unsaved (seed: "Rose
-            integration": named checks refuse unsaved buffers).
+        editor: when attached, the check is refused while any buffer is unsaved
+            (``docs/architecture.md``, "Rose": named checks refuse unsaved buffers).
         owner: tag for :func:`kill_all_process_groups` (the Runtime running it).
         should_stop: polled while waiting; when it returns True the group is terminated and the
             result is ``"interrupted"``.

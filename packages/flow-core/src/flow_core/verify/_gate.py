@@ -1,6 +1,6 @@
-"""The verification gate: the seed's five conditions, judged by the host from recorded facts.
+"""The verification gate: five conditions, judged by the host from recorded facts.
 
-Source: the seed's section "What verified means". A run is verified only when
+Source: ``docs/architecture.md``, section "What verified means". A run is verified only when
 
 1. the planner and coder completed within their budgets;
 2. at least one required named check ran, and every required check passed;
