@@ -44,7 +44,7 @@ def sdk_server(config: str) -> None:
     from mcp.server.stdio import stdio_server
 
     import flow_core
-    from flow_mcp import tool_definitions
+    from flow_mcp._tools import tool_definitions
 
     loaded = flow_core.load_config(config_file=config)
     runtime = flow_core.Runtime(loaded.config, config_sources=loaded.sources)

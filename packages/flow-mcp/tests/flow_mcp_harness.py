@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import flow_mcp
+from flow_mcp._server import parse_options
 from flow_testing.model_server import FakeModelServer
 
 #: Safety net only (never used to wait for something to happen): a test that would otherwise
@@ -276,7 +277,7 @@ class InProcessServer(RawServer):
     """
 
     def __init__(self, args: list[str]) -> None:
-        options = flow_mcp.parse_options(args)
+        options = parse_options(args)
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
         self.stdin = os.fdopen(in_w, "wb")

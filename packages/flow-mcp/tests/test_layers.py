@@ -11,52 +11,38 @@ from typing import Any
 import pytest
 
 import flow_mcp
-from flow_core import Event, Report
-from flow_mcp import (
-    MAX_FRAME_BYTES,
-    FlowTools,
+from flow_core import EDITOR_TIMEOUT_DEFAULT, Event, Report
+from flow_mcp import MAX_FRAME_BYTES
+from flow_mcp._framing import (
+    DescriptorFrameReader,
     FrameError,
     FrameReader,
     FrameWriter,
-    JsonRpcError,
-    ProgressRelay,
-    Session,
-    tool_definitions,
+    decode,
+    encode,
 )
-from flow_mcp._framing import decode, encode
 from flow_mcp._inputs import validate_arguments
+from flow_mcp._server import parse_options
+from flow_mcp._session import SUPPORTED_PROTOCOL_VERSIONS, JsonRpcError, Session
+from flow_mcp._tools import FlowTools, ProgressRelay, tool_definitions
 
 
 def test_public_names() -> None:
+    # What a user calls; the layers stay in private modules.
     assert sorted(flow_mcp.__all__) == sorted(
         [
-            "EDITOR_TIMEOUT_DEFAULT",
-            "EDITOR_TIMEOUT_MAX",
-            "EDITOR_TIMEOUT_MIN",
             "LATEST_PROTOCOL_VERSION",
             "MAX_FRAME_BYTES",
-            "SUPPORTED_PROTOCOL_VERSIONS",
             "TOOL_NAMES",
-            "FlowTools",
-            "FrameError",
-            "DescriptorFrameReader",
-            "FrameReader",
-            "FrameWriter",
-            "JsonRpcError",
-            "ProgressRelay",
             "ServerOptions",
-            "Session",
             "__version__",
-            "build_parser",
             "main",
-            "parse_options",
             "run_server",
             "serve",
-            "tool_definitions",
         ]
     )
     assert flow_mcp.LATEST_PROTOCOL_VERSION == "2025-11-25"
-    assert flow_mcp.SUPPORTED_PROTOCOL_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26")
+    assert SUPPORTED_PROTOCOL_VERSIONS == ("2025-11-25", "2025-06-18", "2025-03-26")
 
 
 # --------------------------------------------------------------------------- framing
@@ -102,7 +88,7 @@ def test_descriptor_reader_has_the_same_line_contract() -> None:
     frames = b"\n\r\n" + b"x" * 9 + b"\n" + b"y" * 10 + b"\n"
     fd = _pipe_with(frames)
     try:
-        reader = flow_mcp.DescriptorFrameReader(fd, limit=10)
+        reader = DescriptorFrameReader(fd, limit=10)
         assert reader.read_line() == b"x" * 9
         with pytest.raises(FrameError) as info:
             reader.read_line()
@@ -111,7 +97,7 @@ def test_descriptor_reader_has_the_same_line_contract() -> None:
         os.close(fd)
     fd = _pipe_with(b"{}\r\nlast")
     try:
-        reader = flow_mcp.DescriptorFrameReader(fd)
+        reader = DescriptorFrameReader(fd)
         assert [reader.read_line(), reader.read_line(), reader.read_line()] == [
             b"{}",
             b"last",
@@ -125,7 +111,7 @@ def test_descriptor_reader_refuses_an_endless_line_before_buffering_it_all() -> 
     fd = _pipe_with(b"z" * 64)
     try:
         with pytest.raises(FrameError):
-            flow_mcp.DescriptorFrameReader(fd, limit=10).read_line()
+            DescriptorFrameReader(fd, limit=10).read_line()
     finally:
         os.close(fd)
 
@@ -138,7 +124,7 @@ def test_descriptor_reader_wait_ends_on_the_signal_wakeup_descriptor() -> None:
     os.write(wake_w, b"\x0f")
     fd = _pipe_with(b'{"id": 1}\n')
     try:
-        reader = flow_mcp.DescriptorFrameReader(fd, wakeup_fd=wake_r)
+        reader = DescriptorFrameReader(fd, wakeup_fd=wake_r)
         assert reader.read_line() == b'{"id": 1}'
         with pytest.raises(BlockingIOError):
             os.read(wake_r, 1)  # drained
@@ -374,7 +360,7 @@ def test_run_server_refuses_an_out_of_range_editor_timeout(
 
 
 def test_parse_options_maps_every_flag() -> None:
-    options = flow_mcp.parse_options(
+    options = parse_options(
         [
             "--workspace",
             "/w",
@@ -397,7 +383,7 @@ def test_parse_options_maps_every_flag() -> None:
         nvim_socket="/s",
         editor_timeout=0.1,
     )
-    assert flow_mcp.parse_options([]).editor_timeout == flow_mcp.EDITOR_TIMEOUT_DEFAULT == 120.0
+    assert parse_options([]).editor_timeout == EDITOR_TIMEOUT_DEFAULT == 120.0
 
 
 ARGUMENT_SAMPLES: list[dict[str, Any]] = [

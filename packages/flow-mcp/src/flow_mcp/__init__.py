@@ -7,54 +7,21 @@ stdio. ``flow serve`` (flow-cli) calls :func:`serve`.
 """
 
 from flow_mcp.__about__ import __version__
-from flow_mcp._framing import (
-    MAX_FRAME_BYTES,
-    DescriptorFrameReader,
-    FrameError,
-    FrameReader,
-    FrameWriter,
-)
-from flow_mcp._server import (
-    EDITOR_TIMEOUT_DEFAULT,
-    EDITOR_TIMEOUT_MAX,
-    EDITOR_TIMEOUT_MIN,
-    ServerOptions,
-    build_parser,
-    main,
-    parse_options,
-    run_server,
-    serve,
-)
-from flow_mcp._session import (
-    LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    JsonRpcError,
-    Session,
-)
-from flow_mcp._tools import TOOL_NAMES, FlowTools, ProgressRelay, tool_definitions
+from flow_mcp._framing import MAX_FRAME_BYTES
+from flow_mcp._server import ServerOptions, main, run_server, serve
+from flow_mcp._session import LATEST_PROTOCOL_VERSION
+from flow_mcp._tools import TOOL_NAMES
 
+# What a user calls: run the server (``main`` for argv, ``serve`` with options, ``run_server``
+# on given descriptors) and the facts a client may want to know. The layers (framing,
+# session, tools) stay private modules.
 __all__ = [
-    "EDITOR_TIMEOUT_DEFAULT",
-    "EDITOR_TIMEOUT_MAX",
-    "EDITOR_TIMEOUT_MIN",
     "LATEST_PROTOCOL_VERSION",
     "MAX_FRAME_BYTES",
-    "SUPPORTED_PROTOCOL_VERSIONS",
     "TOOL_NAMES",
-    "DescriptorFrameReader",
-    "FlowTools",
-    "FrameError",
-    "FrameReader",
-    "FrameWriter",
-    "JsonRpcError",
-    "ProgressRelay",
     "ServerOptions",
-    "Session",
     "__version__",
-    "build_parser",
     "main",
-    "parse_options",
     "run_server",
     "serve",
-    "tool_definitions",
 ]
