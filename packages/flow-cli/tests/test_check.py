@@ -260,3 +260,35 @@ def test_live_progress_on_a_terminal_stderr(env, h, tmp_path, workspace) -> None
 
     report = json.loads(out.read_text())
     assert report["status"] == "passed"
+
+
+def test_a_check_timeout_in_seconds_by_mistake_is_named_everywhere(
+    env, h, tmp_path, workspace
+) -> None:
+    """timeout = 60 meant as a minute: status warns, check warns first, the timeout says so."""
+    slow = [sys.executable, "-c", "import time; time.sleep(30)"]
+    cfg = h.operator_config(
+        tmp_path / "op.toml", workspace, checks=h.check_table("slow", slow, timeout_ms=60)
+    )
+    status = env.flow("status", "--config", str(cfg))
+    report = status.json()
+    (hint,) = [w for w in report["warnings"] if w["code"] == "check_timeout_short"]
+    assert "did you mean 60000" in hint["message"]
+    assert report["ok"] is True  # a hint, not a reason the setup cannot verify
+    assert "checks.slow.timeout = 60 is in milliseconds" in status.stderr
+
+    result = env.flow("check", "--config", str(cfg), "--trusted")
+    assert result.code == 1
+    assert "did you mean 60000" in result.stderr.split("\n")[0]  # said before the check runs
+    (check,) = result.json()["checks"]
+    assert check["status"] == "timeout"
+    assert "check timeouts are milliseconds: did you mean 60000?" in check["error"]["message"]
+
+
+def test_a_timeout_of_a_second_or_more_gets_no_hint(env, h, tmp_path, workspace) -> None:
+    ok = [sys.executable, "-c", "pass"]
+    cfg = h.operator_config(
+        tmp_path / "op.toml", workspace, checks=h.check_table("ok", ok, timeout_ms=1000)
+    )
+    status = env.flow("status", "--config", str(cfg))
+    assert not [w for w in status.json()["warnings"] if w["code"] == "check_timeout_short"]

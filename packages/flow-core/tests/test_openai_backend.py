@@ -544,3 +544,27 @@ def test_is_a_chat_backend() -> None:
     be = OpenAIBackend(BASE, timeout=1)
     assert isinstance(be, ChatBackend)
     be.close()
+
+
+def test_404_from_a_base_url_without_v1_hints_at_it() -> None:
+    """A real loopback server that serves nothing at /chat/completions (only /v1 would)."""
+    with FakeModelServer() as server:
+        be = OpenAIBackend(server.url, timeout=5)
+        with pytest.raises(BackendError) as chat:
+            be.chat("m", [ChatMessage("user", "x")])
+        with pytest.raises(BackendError) as models:
+            be.list_models()
+        be.close()
+    for err in (chat.value, models.value):
+        assert err.code == "backend_http"
+        assert "HTTP 404" in err.message
+        assert f'did you mean base_url = "{server.url}/v1"?' in err.message
+
+
+def test_404_under_v1_gets_no_v1_hint() -> None:
+    with FakeModelServer() as server:
+        be = OpenAIBackend(server.url + "/v1", timeout=5)
+        with pytest.raises(BackendError) as chat:
+            be.chat("m", [ChatMessage("user", "x")])
+        be.close()
+    assert "did you mean" not in chat.value.message

@@ -240,6 +240,8 @@ def _produce(
                     "flow check runs the configured checks, which execute project code; "
                     "review [checks.*] in your operator config, then add --trusted",
                 )
+            if kind != "status":
+                _say_hints(runtime)
             if progress is not None:
                 progress.start()
             if kind == "status":
@@ -322,6 +324,15 @@ def _describe_setup(report: Report, runtime: Runtime) -> None:
     for problem in report.warnings:
         if problem.code != "preflight_check_missing":  # said per check just above
             say(clean(f"warning: {problem.message} [{problem.code}]"))
+
+
+def _say_hints(runtime: Runtime) -> None:
+    """Before a check or run: likely config mistakes that do not stop it (a seconds timeout)."""
+    from flow_cli._summary import clean
+
+    for hint in runtime.status().warnings:
+        if hint.code == "check_timeout_short":
+            say(clean(f"warning: {hint.message} [{hint.code}]"))
 
 
 def _explain(report: Report) -> None:

@@ -170,7 +170,12 @@ class OpenAIBackend:
         Raises:
             BackendError: transport and HTTP failures; ``backend_malformed`` for another shape.
         """
-        raw = self._request("GET", "models", None)
+        try:
+            raw = self._request("GET", "models", None)
+        except HTTPStatusError as err:
+            if err.status != 404:
+                raise
+            raise BackendError(f"{err.message}{self._missing_v1_hint()}", code=err.code) from err
         data = self._decode(raw, "GET models")
         entries = data.get("data") if isinstance(data, Mapping) else None
         if not isinstance(entries, list):
@@ -244,7 +249,19 @@ class OpenAIBackend:
         hint = ""
         if err.status >= 500:
             hint = " (the server failed on this request; its log says why)"
+        elif err.status == 404:
+            hint = self._missing_v1_hint()
         return BackendError(f"{err.message}{hint}", code="backend_http")
+
+    def _missing_v1_hint(self) -> str:
+        """For a 404: OpenAI-compatible servers answer under ``/v1``; say so if it is missing."""
+        path = self.base_url.split("://", 1)[-1].partition("/")[2].rstrip("/")
+        if path.endswith("v1"):
+            return ""
+        return (
+            f"; OpenAI-compatible servers (llama.cpp, vLLM, LM Studio) serve under /v1: "
+            f'did you mean base_url = "{self.base_url.rstrip("/")}/v1"?'
+        )
 
     def _context_overflow(
         self, err: HTTPStatusError, model: str, started: float

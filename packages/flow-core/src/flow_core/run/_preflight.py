@@ -17,7 +17,7 @@ from flow_core._report import ErrorInfo
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
 
-__all__ = ["PREFLIGHT_CODES", "preflight"]
+__all__ = ["PREFLIGHT_CODES", "config_hints", "preflight"]
 
 #: Preflight codes, each with its meaning and fix (merged into ``ERROR_CODES``).
 PREFLIGHT_CODES: dict[str, str] = {
@@ -28,7 +28,30 @@ PREFLIGHT_CODES: dict[str, str] = {
     "verified; add a [checks.NAME] table with required = true",
     "preflight_workspace_missing": "the workspace directory does not exist (any more); fix "
     "workspace_dir or --workspace",
+    "check_timeout_short": "a check's timeout is under 1,000 ms; check timeouts are in "
+    "milliseconds, so timeout = 60 means 0.06 s: write 60000 for a minute",
 }
+
+#: Check timeouts below this many milliseconds are almost surely seconds written by mistake.
+SHORT_TIMEOUT_MS = 1000
+
+
+def config_hints(config: FlowConfig) -> list[ErrorInfo]:
+    """Likely mistakes that do not stop a run: a check timeout under ``SHORT_TIMEOUT_MS``.
+
+    Returns:
+        ``ErrorInfo`` entries (code ``check_timeout_short``), each naming the fix.
+    """
+    return [
+        ErrorInfo(
+            code="check_timeout_short",
+            message=f"checks.{name}.timeout = {check.timeout} is in milliseconds "
+            f"({check.timeout / 1000:g} s); did you mean {check.timeout * 1000} "
+            f"({check.timeout} seconds)? fix: timeout = {check.timeout * 1000}",
+        )
+        for name, check in config.checks.items()
+        if check.timeout < SHORT_TIMEOUT_MS
+    ]
 
 
 def _executable_ok(path: str | None) -> bool:

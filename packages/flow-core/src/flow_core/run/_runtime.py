@@ -28,7 +28,7 @@ from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
 from flow_core._report import CheckResult, Report, ReportStatus
 from flow_core.run._changes import ChangeTracker
 from flow_core.run._journal import NULL_JOURNAL, Journal
-from flow_core.run._preflight import preflight
+from flow_core.run._preflight import config_hints, preflight
 from flow_core.run._reporting import build_report, status_report
 from flow_core.run._state import Interrupted, RunState
 from flow_safeio import SafeIOError
@@ -114,8 +114,12 @@ class Runtime:
         """
         report = status_report(self.config, trusted=self.trusted, sources=self._config_sources)
         warnings = preflight(self.config, task=None, trusted=self.trusted)
-        if warnings:
-            report = report.model_copy(update={"ok": False, "warnings": warnings})
+        hints = config_hints(self.config)  # likely mistakes that do not make ok false
+        if warnings or hints:
+            update: dict[str, Any] = {"warnings": [*warnings, *hints]}
+            if warnings:
+                update["ok"] = False
+            report = report.model_copy(update=update)
         return report
 
     def check(self, name: str | None = None) -> Report:

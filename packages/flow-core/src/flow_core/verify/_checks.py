@@ -353,7 +353,12 @@ def run_check(
             exit_code=proc.returncode,
             tail=tail,
             code="check_timeout",
-            message=f"check {name!r} ran past its timeout of {check.timeout} ms",
+            message=f"check {name!r} ran past its timeout of {check.timeout} ms"
+            + (
+                f" (check timeouts are milliseconds: did you mean {check.timeout * 1000}?)"
+                if check.timeout < 1000
+                else ""
+            ),
         )
     if proc.returncode != 0:
         return _result(
