@@ -337,3 +337,59 @@ def test_diff_hunk_headers_number_lines_as_git_does(tmp_path: Path) -> None:
     ]
     assert ours == [h.split(" @@")[0] + " @@" for h in theirs]
     assert ours == [f"@@ -{len(ODD_BREAKS) - 2},5 +{len(ODD_BREAKS) - 2},5 @@"]
+
+
+# --- hostile files: shapes that once took quadratic time ------------------------------------
+
+HOSTILE = 250_000
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("a.js", "function f() {\n" * (HOSTILE // 15)),
+        ("b.js", "".join(" " * i + f"function f{i}() {{\n" for i in range(400)) + "x;\n" * 80_000),
+        ("c.rb", "".join(" " * i + f"def f{i}\n" for i in range(400)) + "  x\n" * 60_000),
+        ("d.md", "# h\n" * (HOSTILE // 4)),
+        ("e.py", "x = " + "(" * 50_000 + ")" * 50_000),
+    ],
+    ids=["unclosed", "nested", "ruby", "headings", "deep-python"],
+)
+def test_outline_of_hostile_files_is_linear(name: str, text: str) -> None:
+    defs, _ = outline(text, name)
+    assert len(defs) <= 400
+
+
+def test_python_outline_ignores_syntax_warnings() -> None:
+    # Run under -W error (the suite's filterwarnings): "\d" would otherwise turn into an error
+    # and push a valid file to the fallback.
+    defs, how = outline("import re\nRX = re.compile('\\d+')\n\ndef f():\n    pass\n", "w.py")
+    assert how == "python ast"
+    assert [d.name for d in defs] == ["RX", "f"]
+
+
+def test_edit_on_hostile_lines_stays_fast_and_bounded(ws: Workspace) -> None:
+    minified = "".join(f"v{i}=f({i});" for i in range(3000))
+    Path(ws.root, "h.txt").write_text(("a" * 399 + "\n") * 500 + minified + "\n")
+    out = box(ws).call("edit_file", {"path": "h.txt", "old_text": "a" * 398 + "b", "new_text": ""})
+    assert out.error == "edit_no_match"
+    near = minified[:150] + "X"
+    long = box(ws).call("edit_file", {"path": "h.txt", "old_text": near, "new_text": ""})
+    assert f"501\t{minified[:300]}… [{len(minified)} chars" in long.content
+    assert len(long.content) < 2_000
+
+
+def test_report_keeps_a_capped_message(ws: Workspace) -> None:
+    ledger = ToolLedger(limit=10)
+    b = ToolBox(role="coder", workspace=ws, ledger=ledger, trusted=True)
+    Path(ws.root, "m.txt").write_text("".join(f"line {i} " + "q" * 250 + "\n" for i in range(40)))
+    b.call(
+        "edit_file",
+        {"path": "m.txt", "old_text": "line 3 " + "q" * 249 + "p\nx\ny\nz", "new_text": ""},
+    )
+    (record,) = ledger.records
+    assert record.error == "edit_no_match"
+    assert record.message is not None
+    assert len(record.message) <= 530
+    assert " chars] …" in record.message
+    assert record.message.endswith("Copy old_text from these lines exactly.")

@@ -263,3 +263,41 @@ def test_any_structured_calls_are_classified_never_raise(
     check_invariants(r)
     if calls:  # structured calls win over text; each is echoed under its own id
         assert len(r.echo_calls) == len(calls)
+
+
+# --- hostile sizes: each of these took quadratic time in some parser shape -------------------
+
+N = 200_000
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "<tool_call>" + " " * N + "x",
+        "<function=a>" * (N // 12),
+        "</function>" + "<function=a>" * (N // 12),
+        "<function=a>" + "<parameter=x>" * (N // 13) + "</function>",
+        "<think>" * (N // 7),
+        "```\n" * (N // 4),
+        "`a" * (N // 2),
+        '{"name": ' * (N // 9),
+        "<tool_call>" * (N // 11),
+        "<function=" + "a" * N,
+    ],
+    ids=[
+        "ws",
+        "opens",
+        "close-opens",
+        "params",
+        "think",
+        "fences",
+        "ticks",
+        "braces",
+        "tc",
+        "name",
+    ],
+)
+def test_hostile_replies_parse_in_linear_time(content: str) -> None:
+    # A quadratic shape at this size takes minutes; the suite's timeout would catch it.
+    r = parse_reply(ChatResponse(content), TOOLS, max_chars=10 * N)
+    assert len(r.text) <= len(content)

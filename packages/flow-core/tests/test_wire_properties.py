@@ -26,6 +26,7 @@ from flow_core import (
     ChatMessage,
     ChatResponse,
     OllamaBackend,
+    ToolCall,
     parse_reply,
 )
 from flow_core.models.openai import OpenAIBackend
@@ -212,7 +213,9 @@ def test_deep_nesting_from_the_server_is_malformed_not_a_crash(ws: Workspace) ->
     )
 
 
-def test_request_with_nan_is_refused_without_the_request_in_the_message(tmp_path: Path) -> None:
+def test_request_that_cannot_be_json_is_refused_without_the_request_in_the_message(
+    tmp_path: Path,
+) -> None:
     backend = OpenAIBackend(
         "http://127.0.0.1:1/v1",
         timeout=5,
@@ -220,7 +223,7 @@ def test_request_with_nan_is_refused_without_the_request_in_the_message(tmp_path
     )
     secret = "S" * 10_000
     with pytest.raises(BackendError) as err:
-        backend.chat("m", [ChatMessage("user", secret)], format={"x": float("nan")})
+        backend.chat("m", [ChatMessage("user", secret)], format={"x": object()})
     assert err.value.code == "request_unencodable"
     assert "SSSS" not in err.value.message
     backend.close()
@@ -244,3 +247,20 @@ def test_lone_surrogates_in_a_request_go_out_as_replacement_characters() -> None
     ) as b:
         assert b.chat("m", [ChatMessage("user", "fix \udcff it \ud83d")]).content == "ok"
     assert json.loads(sent[0])["messages"][0]["content"] == "fix \ufffd it \ufffd"
+
+
+def test_nan_in_a_request_goes_out_as_null() -> None:
+    sent: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return httpx.Response(200, content=b'{"message": {"content": "ok"}, "done": true}')
+
+    with OllamaBackend(
+        "http://127.0.0.1:1", timeout=5, transport=httpx.MockTransport(handler), stream=False
+    ) as b:
+        calls = (ToolCall("c", "read_file", '{"path": "a", "n": NaN}'),)
+        b.chat("m", [ChatMessage("assistant", "", tool_calls=calls)], format={"x": float("inf")})
+    body = json.loads(sent[0])
+    assert body["format"] == {"x": None}
+    assert body["messages"][0]["tool_calls"][0]["function"]["arguments"] == {}

@@ -81,6 +81,8 @@ _FLOW_CODES: dict[str, str] = {
     "it or search literally (regex false)",
     "search_timeout": "search_text's regular expression ran past its time bound (seconds) and "
     "its process was killed; simplify the pattern or search literally",
+    "search_unavailable": "search_text could not start the process that runs regular "
+    "expressions; search literally (regex false)",
     # the runtime (run/_runtime.py)
     "no_checks": "no named checks are configured, so nothing can be verified; add a "
     "[checks.NAME] table",

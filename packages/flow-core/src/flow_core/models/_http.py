@@ -11,6 +11,7 @@ imports it. The URL rule itself lives in ``flow_core._urls`` (the config loader 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -46,8 +47,8 @@ BACKEND_ERROR_CODES: dict[str, str] = {
     "redirect_refused": "the server answered with a redirect; Flow never follows redirects",
     "remote_refused": "the URL's host is not loopback and allow_remote is not set",
     "backend_closed": "the backend was used after close()",
-    "request_unencodable": "the request could not be encoded as JSON (a number JSON cannot "
-    "carry, or nesting too deep); nothing was sent",
+    "request_unencodable": "the request could not be encoded as JSON (nesting too deep, or a "
+    "value of a type JSON has no form for); nothing was sent",
 }
 
 
@@ -217,22 +218,22 @@ def stream_request(
         ) from exc
 
 
-def _replace_surrogates(value: Any, depth: int = 0) -> Any:
+def _sanitized(value: Any, depth: int = 0) -> Any:
+    """``value`` with lone surrogates replaced by U+FFFD and NaN/Infinity by null."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
         return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if depth > 200:
         return value
     if isinstance(value, Mapping):
-        return {
-            _replace_surrogates(k, depth + 1): _replace_surrogates(v, depth + 1)
-            for k, v in value.items()
-        }
+        return {_sanitized(k, depth + 1): _sanitized(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_replace_surrogates(v, depth + 1) for v in value]
+        return [_sanitized(v, depth + 1) for v in value]
     return value
 
 
@@ -241,12 +242,12 @@ def encode_json_body(body: Any, *, server: str) -> bytes:
 
     A lone UTF-16 surrogate anywhere in the body (text from the model, a task given on a
     command line with undecodable bytes, an editor's reply) is replaced by U+FFFD rather than
-    sent as an escape some servers refuse.
+    sent as an escape some servers refuse; a NaN or Infinity (which JSON cannot carry) becomes
+    null.
 
     Raises:
-        BackendError: code ``request_unencodable`` for a value JSON cannot carry (NaN,
-            Infinity, nesting too deep, a non-JSON type); the message names the problem, never
-            the request's content.
+        BackendError: code ``request_unencodable`` for nesting too deep or a value of a type
+            JSON has no form for; the message names the problem, never the request's content.
     """
 
     def dump(value: Any) -> bytes:
@@ -256,8 +257,8 @@ def encode_json_body(body: Any, *, server: str) -> bytes:
     try:
         try:
             return dump(body)
-        except UnicodeEncodeError:
-            return dump(_replace_surrogates(body))
+        except (UnicodeEncodeError, ValueError):
+            return dump(_sanitized(body))
     except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as err:
         reason = excerpt(str(err), 120) if not isinstance(err, RecursionError) else "too deep"
         raise BackendError(

@@ -33,7 +33,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ REPLY_ISSUE_CODES: dict[str, str] = {
 #: ``finish_reason`` values that mean the reply was stopped by a length limit.
 _CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
 
-_TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _FUNCTION_TAG = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.DOTALL)
 _PARAMETER_TAG = re.compile(
     r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL
@@ -396,7 +396,7 @@ def _text_calls(content: str) -> tuple[list[ToolCall], str]:
                 found.extend(got)
                 spans.append(m.span())
         if not found:
-            for m in _FUNCTION_TAG.finditer(masked):
+            for m in _function_tag_matches(masked):
                 got = _function_tags(content[m.start() : m.end()])
                 if got:
                     found.extend(got)
@@ -432,10 +432,21 @@ def _whole_reply_call(stripped: str) -> list[tuple[str, Any]]:
     return []
 
 
+def _function_tag_matches(text: str) -> Iterator[re.Match[str]]:
+    """``<function=...>...</function>`` matches, searched only up to the last closing tag.
+
+    An opening tag with no closing tag after it would otherwise be scanned to the end of the
+    text once per opening tag (quadratic time on a reply full of unclosed tags).
+    """
+    end = text.rfind("</function>")
+    if end != -1:
+        yield from _FUNCTION_TAG.finditer(text, 0, end + len("</function>"))
+
+
 def _function_tags(body: str) -> list[tuple[str, Any]]:
     """``<function=NAME>{json}</function>`` or ``<function=NAME><parameter=K>V</parameter>``."""
     out: list[tuple[str, Any]] = []
-    for m in _FUNCTION_TAG.finditer(body):
+    for m in _function_tag_matches(body):
         name, inner = m.group(1), m.group(2)
         params = list(_PARAMETER_TAG.finditer(inner))
         if params:

@@ -374,7 +374,12 @@ def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return arguments
     try:
-        decoded = json.loads(arguments)
+        decoded = json.loads(arguments, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return {}
     return decoded if isinstance(decoded, dict) else {}
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (RFC 8259): such arguments are not sent back."""
+    raise ValueError(f"{name} is not a JSON number")

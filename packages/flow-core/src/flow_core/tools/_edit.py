@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import difflib
+import heapq
 
 from flow_core.tools._lines import line_of_offset, line_starts, split_lines
 
@@ -18,6 +19,9 @@ _MAX_LISTED = 30
 _MAX_COMPARED_LINES = 20_000
 _MAX_COMPARED_CHARS = 400
 _MAX_SHOWN_LINES = 12
+_MAX_SHOWN_CHARS = 300
+_MAX_COMPARED_TOTAL = 400_000
+_MAX_RATIOS = 20
 
 
 def match_lines(text: str, old: str) -> list[int]:
@@ -31,6 +35,13 @@ def match_lines(text: str, old: str) -> list[int]:
     return found
 
 
+def _shown(line: str) -> str:
+    line = line.removesuffix("\r")
+    if len(line) <= _MAX_SHOWN_CHARS:
+        return line
+    return line[:_MAX_SHOWN_CHARS] + f"… [{len(line)} chars; read_file start_col for the rest]"
+
+
 def ambiguous_message(rel: str, lines: list[int]) -> str:
     """``edit_ambiguous``: the count and every match's first line (capped)."""
     shown = ", ".join(str(n) for n in lines[:_MAX_LISTED])
@@ -39,6 +50,35 @@ def ambiguous_message(rel: str, lines: list[int]) -> str:
         f"old_text occurs {len(lines)} times in {rel} (starting at lines {shown}{more}); "
         "exactly one match is required: include more surrounding lines so it is unique"
     )
+
+
+def _closest_line(probe: str, lines: list[str]) -> int | None:
+    """The 1-based line most like ``probe`` (``difflib`` ratio >= 0.5; the first on a tie).
+
+    As ``difflib.get_close_matches`` does, cheap upper bounds (``real_quick_ratio``,
+    ``quick_ratio``) filter first; the full ratio runs on the best ``_MAX_RATIOS`` only, and
+    at most ``_MAX_COMPARED_TOTAL`` characters of the file are compared, so the cost stays
+    linear in the file whatever its lines hold.
+    """
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(probe)
+    budget = _MAX_COMPARED_TOTAL
+    scored: list[tuple[float, int, str]] = []
+    for number, line in enumerate(lines[:_MAX_COMPARED_LINES], 1):
+        candidate = line.strip()[:_MAX_COMPARED_CHARS]
+        budget -= len(candidate) + 1
+        if budget < 0:
+            break
+        matcher.set_seq1(candidate)
+        if matcher.real_quick_ratio() >= 0.5 and (quick := matcher.quick_ratio()) >= 0.5:
+            scored.append((quick, -number, candidate))
+    best: tuple[float, int] | None = None
+    for _, negative, candidate in heapq.nlargest(_MAX_RATIOS, scored):
+        matcher.set_seq1(candidate)
+        ratio = matcher.ratio()
+        if ratio >= 0.5 and (best is None or (ratio, negative) > best):
+            best = (ratio, negative)
+    return None if best is None else -best[1]
 
 
 def no_match_message(rel: str, text: str, old: str) -> str:
@@ -52,18 +92,14 @@ def no_match_message(rel: str, text: str, old: str) -> str:
     probe = next((ln.strip() for ln in old_lines if ln.strip()), "")
     if not lines or not probe:
         return base + " Read the file and try again."
-    candidates = [ln.strip()[:_MAX_COMPARED_CHARS] for ln in lines[:_MAX_COMPARED_LINES]]
-    best = difflib.get_close_matches(probe[:_MAX_COMPARED_CHARS], candidates, n=1, cutoff=0.5)
-    if not best:
+    number = _closest_line(probe[:_MAX_COMPARED_CHARS], lines)
+    if number is None:
         return base + " No line resembles its first line; search_text or read_file to find it."
-    number = candidates.index(best[0]) + 1
     offset = next((i for i, ln in enumerate(old_lines) if ln.strip()), 0)
     first = max(1, number - offset)
     last = min(len(lines), first + max(1, min(len(old_lines), _MAX_SHOWN_LINES)) - 1)
     width = len(str(last))
-    view = "\n".join(
-        f"{n:>{width}}\t{lines[n - 1].removesuffix(chr(13))}" for n in range(first, last + 1)
-    )
+    view = "\n".join(f"{n:>{width}}\t{_shown(lines[n - 1])}" for n in range(first, last + 1))
     why = ""
     region = "\n".join(lines[first - 1 : last])
     if "\r\n" in text and "\r\n" not in old and "\n" in old:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 
 from flow_core.tools._lines import split_lines
@@ -73,7 +74,9 @@ def _python(text: str) -> list[Definition] | None:
     # The compiler also breaks lines at a lone "\r"; blanking every "\r" keeps its numbers
     # equal to grep's ("\n" only). A file that then fails to parse uses the fallback.
     try:
-        tree = ast.parse(text.replace("\r", " "), type_comments=False)
+        with warnings.catch_warnings():  # e.g. SyntaxWarning for "\\d": not ours to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text.replace("\r", " "), type_comments=False)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     out: list[Definition] = []
@@ -157,6 +160,19 @@ _BRACE_EXTS = frozenset(
         "dart",
     ]
 )
+_NOT_DEFINITIONS = (
+    "//",
+    "/*",
+    "*",
+    "#",
+    "return ",
+    "else",
+    "if ",
+    "for ",
+    "while ",
+    "switch ",
+    "}",
+)
 _MAX_SCAN_LINES = 20_000
 _LINE_SCAN_CAP = 400
 
@@ -165,52 +181,94 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _brace_end(lines: list[str], start: int) -> int:
-    """The line of the ``}`` closing the first ``{`` at or after ``start`` (0-based index)."""
-    depth = 0
-    opened = False
-    for i in range(start, min(len(lines), start + _MAX_SCAN_LINES)):
-        for ch in lines[i][: _LINE_SCAN_CAP * 10]:
+def _brace_closers(lines: list[str]) -> tuple[dict[int, int], dict[int, int]]:
+    """One pass over the braces: the lines holding a ``{`` (with the depth of their first
+    one) and, for each, the line of the ``}`` that closes that first ``{`` (0-based)."""
+    stack: list[int] = []
+    first_depth: dict[int, int] = {}
+    closes: dict[int, int] = {}
+    for i, line in enumerate(lines[:_MAX_SCAN_LINES]):
+        for ch in line[: _LINE_SCAN_CAP * 10]:
             if ch == "{":
-                depth += 1
-                opened = True
-            elif ch == "}" and opened:
-                depth -= 1
-                if depth == 0:
-                    return i + 1
-        if not opened and i > start + 2:  # a declaration without a body
-            return start + 1
-        if not opened and lines[i].rstrip().endswith(";"):
-            return i + 1
-    return min(len(lines), start + _MAX_SCAN_LINES) if opened else start + 1
+                first_depth.setdefault(i, len(stack))
+                stack.append(i)
+            elif ch == "}" and stack:
+                opened = stack.pop()
+                if first_depth[opened] == len(stack):
+                    closes.setdefault(opened, i)
+    return first_depth, closes
+
+
+def _brace_ends(lines: list[str], starts: list[int]) -> list[int]:
+    """The 1-based last line of each definition: its first brace's closer (brace languages)."""
+    first_depth, closes = _brace_closers(lines)
+    scanned = min(len(lines), _MAX_SCAN_LINES)
+    ends: list[int] = []
+    for i in starts:
+        opener = next((k for k in range(i, min(i + 3, scanned)) if k in first_depth), None)
+        if opener is None:  # a declaration without a body
+            ends.append(i + 1)
+        else:
+            ends.append(closes.get(opener, scanned - 1) + 1)
+    return ends
+
+
+def _indent_ends(lines: list[str], starts: list[int]) -> list[int]:
+    """The 1-based last line of each definition: the last non-blank line before the next line
+    indented no deeper than the definition (``end``, ``}`` and ``)`` lines stay inside)."""
+    ends = [0] * len(starts)
+    is_start = {line: k for k, line in enumerate(starts)}
+    stack: list[tuple[int, int]] = []  # (indent, index into starts)
+    last = 0
+    for j, line in enumerate(lines):
+        body = line.strip()
+        if not body:
+            continue
+        ind = _indent(line)
+        if not body.startswith(("end", "}", ")")):
+            while stack and ind <= stack[-1][0]:
+                ends[stack.pop()[1]] = last + 1
+        k = is_start.get(j)
+        if k is not None:
+            stack.append((ind, k))
+        last = j
+    for _, k in stack:
+        ends[k] = last + 1
+    return ends
+
+
+def _headings(lines: list[str]) -> list[Definition]:
+    """Markdown headings, each running to the line before the next heading of its level or
+    a higher one."""
+    out: list[Definition] = []
+    open_: list[int] = []  # indexes into out, by rising level
+    for i, line in enumerate(lines[:_MAX_SCAN_LINES]):
+        m = _HEADING.match(line[:_LINE_SCAN_CAP])
+        if not m:
+            continue
+        level = len(m.group(1))
+        while open_ and len(out[open_[-1]].kind) >= level:
+            k = open_.pop()
+            d = out[k]
+            out[k] = Definition(d.kind, d.name, d.start, i, d.depth)
+        if len(out) >= MAX_OUTLINE_ENTRIES:
+            break
+        out.append(Definition("#" * level, m.group(2), i + 1, len(lines), level - 1))
+        open_.append(len(out) - 1)
+    return out
 
 
 def _fallback(text: str, ext: str) -> list[Definition]:
     lines = split_lines(text)
-    out: list[Definition] = []
     if ext in ("md", "markdown", "rst"):
-        heads = []
-        for i, line in enumerate(lines[:_MAX_SCAN_LINES]):
-            m = _HEADING.match(line[:_LINE_SCAN_CAP])
-            if m:
-                heads.append((i + 1, len(m.group(1)), m.group(2)))
-        for j, (number, level, title) in enumerate(heads[:MAX_OUTLINE_ENTRIES]):
-            end = len(lines)
-            for later, lv, _ in heads[j + 1 :]:
-                if lv <= level:
-                    end = later - 1
-                    break
-            out.append(Definition("#" * level, title, number, end, level - 1))
-        return out
+        return _headings(lines)
     brace = ext in _BRACE_EXTS
     rules = _BRACE_RULES if brace else _INDENT_RULES
     starts: list[tuple[int, str, str]] = []
     for i, line in enumerate(lines[:_MAX_SCAN_LINES]):
         head = line[:_LINE_SCAN_CAP]
         stripped = head.lstrip()
-        if not stripped or stripped.startswith(
-            ("//", "/*", "*", "#", "return ", "else", "if ", "for ", "while ", "switch ", "}")
-        ):
+        if not stripped or stripped.startswith(_NOT_DEFINITIONS):
             continue
         for kind, rx in rules:
             m = rx.match(head)
@@ -219,23 +277,13 @@ def _fallback(text: str, ext: str) -> list[Definition]:
                 break
         if len(starts) >= MAX_OUTLINE_ENTRIES:
             break
-    levels = sorted({_indent(lines[i]) for i, _, _ in starts})
-    for k, (i, kind, name) in enumerate(starts):
-        ind = _indent(lines[i])
-        if brace:
-            end = _brace_end(lines, i)
-        else:
-            end = len(lines)
-            for j in range(i + 1, len(lines)):
-                body = lines[j].strip()
-                if body and _indent(lines[j]) <= ind and not body.startswith(("end", "}", ")")):
-                    end = j
-                    while end > i + 1 and not lines[end - 1].strip():
-                        end -= 1
-                    break
-        del k
-        out.append(Definition(kind, name, i + 1, max(i + 1, end), levels.index(ind)))
-    return out
+    firsts = [i for i, _, _ in starts]
+    ends = _brace_ends(lines, firsts) if brace else _indent_ends(lines, firsts)
+    levels = sorted({_indent(lines[i]) for i in firsts})
+    return [
+        Definition(kind, name, i + 1, max(i + 1, end), levels.index(_indent(lines[i])))
+        for (i, kind, name), end in zip(starts, ends, strict=True)
+    ]
 
 
 def outline(text: str, path: str) -> tuple[list[Definition], str]:

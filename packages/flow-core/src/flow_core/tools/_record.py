@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ARGUMENT_CHARS",
     "capped_arguments",
+    "capped_message",
     "clean_text",
     "invalid_unicode_at",
     "tool_event_detail",
@@ -72,6 +73,23 @@ def _cap(value: Any, depth: int) -> Any:
             seq.append(f"[{len(value) - _MAX_ITEMS} more items]")
         return seq
     return _cap(repr(value), depth)
+
+
+#: Longest error message kept in the report (characters); the model gets the whole message.
+MAX_MESSAGE_CHARS = 500
+
+
+def capped_message(message: str | None) -> str | None:
+    """A call's error message for the report: valid Unicode; a longer one than
+    ``MAX_MESSAGE_CHARS`` keeps its start and its end around ``… [N chars] …``."""
+    if message is None:
+        return None
+    text = clean_text(message)
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    # Head and tail: a message often names a long value first and the reason last.
+    tail = MAX_MESSAGE_CHARS // 4
+    return f"{text[: MAX_MESSAGE_CHARS - tail]}… [{len(text)} chars] …{text[-tail:]}"
 
 
 def capped_arguments(arguments: Any) -> dict[str, Any]:

@@ -6,7 +6,7 @@ Bounds (a model's pattern is hostile input):
 * at most ``MAX_SEARCH_BYTES`` bytes are read across all files of one call;
 * a literal query (the default) is matched in process: ``str.find`` and, for
   ``ignore_case``, an escaped pattern, both linear in the input;
-* a regular expression runs in a separate Python process (``python -I``) that receives the
+* a regular expression runs in a separate Python process (``python -I -S``) that receives the
   pattern and the texts on stdin and returns match positions on stdout; it is killed (by pid)
   after ``REGEX_TIMEOUT_S`` seconds. Python's ``re`` has no timeout and holds the GIL while it
   backtracks, so a thread could not be stopped; a child process can. The child reads no file
@@ -103,7 +103,7 @@ def _compile(query: str, *, regex: bool, ignore_case: bool) -> re.Pattern[str]:
     flags = re.IGNORECASE if ignore_case else 0
     try:
         return re.compile(query if regex else re.escape(query), flags)
-    except (re.error, RecursionError, OverflowError) as err:
+    except (re.error, RecursionError, OverflowError, ValueError) as err:
         raise SearchError(
             "search_bad_regex",
             f"query is not a valid Python regular expression ({err}); fix it or pass "
@@ -117,26 +117,42 @@ def _run_regex(
     job = json.dumps(
         {"pattern": rx.pattern, "flags": int(rx.flags), "texts": texts, "limit": limit}
     ).encode("ascii")
-    with subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", _WORKER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    ) as proc:
-        try:
-            out, _ = proc.communicate(job, timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError as err:  # no executable, no process left, no memory: not the model's fault
+        raise SearchError(
+            "search_unavailable",
+            f"the regular-expression search could not start ({type(err).__name__}); "
+            "search for a literal string instead (regex=false)",
+        ) from err
+    try:
+        out, _ = proc.communicate(job, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise SearchError(
+            "search_timeout",
+            f"the regular expression ran past {timeout_s:g} s and was stopped "
+            "(nested repetition backtracks exponentially); simplify it, narrow path, or "
+            "search for a literal string",
+        ) from None
+    finally:
+        # Also on Ctrl-C or any other exception: the child never outlives the call.
+        if proc.poll() is None:
             proc.kill()
-            proc.wait()
-            raise SearchError(
-                "search_timeout",
-                f"the regular expression ran past {timeout_s:g} s and was stopped "
-                "(nested repetition backtracks exponentially); simplify it, narrow path, or "
-                "search for a literal string",
-            ) from None
+        proc.wait()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
     if proc.returncode != 0:
         raise SearchError("search_bad_regex", "the regular expression could not be run")
-    return [(int(a), int(b), int(c), int(d)) for a, b, c, d in json.loads(out)]
+    try:
+        return [(int(a), int(b), int(c), int(d)) for a, b, c, d in json.loads(out)]
+    except (ValueError, TypeError) as err:
+        raise SearchError("search_bad_regex", "the regular expression could not be run") from err
 
 
 def _show(line: str, start: int, end: int) -> str:

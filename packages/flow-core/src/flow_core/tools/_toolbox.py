@@ -39,7 +39,7 @@ from flow_core.tools._edit import ambiguous_message, match_lines, no_match_messa
 from flow_core.tools._outline import render_outline
 from flow_core.tools._policy import role_tools
 from flow_core.tools._read import ReadError, read_window
-from flow_core.tools._record import capped_arguments, invalid_unicode_at
+from flow_core.tools._record import capped_arguments, capped_message, invalid_unicode_at
 from flow_core.tools._schemas import TOOL_SCHEMAS, editor_function_schema, function_schema
 from flow_core.tools._search import (
     MAX_SEARCH_BYTES,
@@ -266,7 +266,7 @@ class ToolBox:
                 name=name,
                 ok=False,
                 error=code,
-                message=message,
+                message=capped_message(message),
                 cycle=self.cycle,
                 arguments={} if arguments is None else capped_arguments(arguments),
             )
@@ -292,7 +292,7 @@ class ToolBox:
             code, message = err.code, str(err)
         except EditorError as err:
             code, message = err.code, err.message
-        except (UnicodeError, ValueError) as err:
+        except (UnicodeError, ValueError, OverflowError, RecursionError) as err:
             # Text the model sent that no layer below could take (an odd code point in a
             # path, an embedded NUL): the model's mistake, never a crash of the run.
             code = "tool_invalid_arguments"
@@ -307,7 +307,7 @@ class ToolBox:
         if message is not None:
             outcome = ToolOutcome(call_id, False, _cap(f"error ({code}): {message}"), code)
         elif not outcome.ok:
-            message = outcome.content.splitlines()[0] if outcome.content else None
+            message = outcome.content.split("\n", 1)[0] if outcome.content else None
         self.ledger.records.append(
             ToolCallRecord(
                 id=call_id,
@@ -315,7 +315,7 @@ class ToolBox:
                 name=name,
                 ok=outcome.ok,
                 error=outcome.error,
-                message=message,
+                message=capped_message(message),
                 cycle=self.cycle,
                 arguments=capped_arguments(arguments),
             )
