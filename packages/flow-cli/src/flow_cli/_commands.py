@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from flow_cli._options import CommonOptions
 from flow_cli._stdout import StdoutGuard
@@ -176,14 +176,11 @@ def kill_check_groups() -> None:
     """Kill every check process group flow-core still tracks (best effort).
 
     ``Runtime.interrupt`` already kills its own groups; this also covers groups started by a
-    runtime that is gone. Uses ``flow_core.kill_all_process_groups`` when flow-core exports it
-    (siblings use only top-level names).
+    runtime that is gone (``flow_core.kill_all_process_groups``).
     """
-    import flow_core
+    from flow_core import kill_all_process_groups
 
-    killer: Any = getattr(flow_core, "kill_all_process_groups", None)
-    if callable(killer):
-        killer()
+    kill_all_process_groups()
 
 
 def run_report_command(

@@ -74,7 +74,7 @@ def open_context(opts: CommonOptions) -> StoreContext:
         workspace = str(config.workspace_dir)
     else:
         workspace = os.path.abspath(opts.workspace or os.getcwd())
-    limits = getattr(config, "runs", None) or RunsConfig()
+    limits = config.runs if config is not None else RunsConfig()
     return StoreContext(RunStore.for_workspace(workspace, limits), config, workspace)
 
 

@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flow_core import CheckResult, CheckSpec, Report
+    from flow_core import CheckResult, CheckSpec, FlowConfig, Report
 
 #: ANSI escape sequences (CSI and OSC) a check may print when it thinks it has a terminal.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -91,12 +91,10 @@ def plan_excerpt(plan: str | None, max_lines: int) -> tuple[list[str], int]:
     return kept[:max_lines], max(0, len(kept) - max_lines)
 
 
-def backend_summary(config: Any) -> str:
-    """``backend NAME at URL`` for a ``flow_core.FlowConfig`` (tolerates unknown backends)."""
-    name = str(getattr(config, "backend", "?"))
-    section = getattr(config, name, None)
-    url = getattr(section, "base_url", None)
-    return f"backend {name} at {url}" if url else f"backend {name}"
+def backend_summary(config: FlowConfig) -> str:
+    """``backend NAME at URL`` for a ``flow_core.FlowConfig``."""
+    section = config.ollama if config.backend == "ollama" else config.openai
+    return f"backend {config.backend} at {section.base_url}"
 
 
 def models_summary(models: dict[str, str]) -> list[str]:

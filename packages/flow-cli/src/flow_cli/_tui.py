@@ -48,7 +48,7 @@ UNAVAILABLE = {
 
 HELP: tuple[tuple[str, str], ...] = (
     ("/help", "this list"),
-    ("/status", "workspace, trust, config files, backend, models, checks and budgets"),
+    ("/status", "workspace, trust, config files, backend, models, checks and usage limits"),
     ("/check [name]", "run every configured check, or one (needs --trusted)"),
     ("/tools", "the tools each role may call"),
     ("/models", "models installed on the model server"),

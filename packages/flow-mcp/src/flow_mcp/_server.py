@@ -191,7 +191,7 @@ def _err(line: str) -> None:
     sys.stderr.flush()
 
 
-def _connect_editor(options: ServerOptions, workspace: str | None) -> EditorBridge:
+def _connect_editor(socket: str, options: ServerOptions, workspace: str) -> EditorBridge:
     """Connect the Rose bridge; flow-rose is imported only here (the ``editor`` extra)."""
     try:
         import flow_rose
@@ -201,13 +201,8 @@ def _connect_editor(options: ServerOptions, workspace: str | None) -> EditorBrid
             "install it with: pip install 'flow-mcp[editor]'",
             code="editor_unavailable",
         ) from err
-    rose_bridge: Any = getattr(flow_rose, "RoseBridge", None)
-    if rose_bridge is None:
-        raise ConfigError(
-            "flow_rose.RoseBridge is missing: upgrade flow-rose", code="editor_unavailable"
-        )
-    bridge: EditorBridge = rose_bridge.connect(
-        options.nvim_socket, workspace=workspace, timeout=options.editor_timeout
+    bridge: EditorBridge = flow_rose.RoseBridge.connect(
+        socket, workspace=workspace, timeout=options.editor_timeout
     )
     return bridge
 
@@ -218,11 +213,7 @@ def _hint_when_typed_at() -> None:
     An MCP client starts ``flow-mcp`` with pipes; stdin being a terminal means somebody typed
     the command, and a silent wait for JSON-RPC frames would look like a hang.
     """
-    try:
-        typed_at = os.isatty(0)
-    except OSError:  # pragma: no cover - fd 0 closed
-        return
-    if typed_at:
+    if os.isatty(0):  # False for a closed descriptor too
         _err(
             "this is an MCP server: it speaks JSON-RPC 2.0 (one message per line) on stdin and "
             "stdout and is started by an MCP client, not typed at. Register it with a client, "
@@ -294,13 +285,12 @@ def run_server(
     except FlowError as err:
         _err(f"configuration error [{err.code}]: {err.message}")
         return EXIT_USAGE
-    workspace_dir: Any = getattr(loaded.config, "workspace_dir", None) or options.workspace
-    workspace = str(workspace_dir) if workspace_dir is not None else None
+    workspace = str(loaded.config.workspace_dir)
 
     bridge: EditorBridge | None = None
     if options.nvim_socket:
         try:
-            bridge = _connect_editor(options, workspace)
+            bridge = _connect_editor(options.nvim_socket, options, workspace)
         except FlowError as err:
             _err(f"editor bridge error [{err.code}]: {err.message}")
             return EXIT_USAGE
@@ -343,7 +333,7 @@ def _serve(
     loaded: LoadedConfig,
     bridge: EditorBridge | None,
     *,
-    workspace: str | None,
+    workspace: str,
     in_fd: int,
     out_fd: int,
     handle_signals: bool,

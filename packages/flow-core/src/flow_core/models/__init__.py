@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flow_core._errors import ConfigError
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models._parse import REPLY_ISSUE_CODES, ParsedReply, ReplyIssue, parse_reply
 from flow_core.models.ollama import OllamaBackend
@@ -49,7 +48,6 @@ def make_backend(
             network.
 
     Raises:
-        ConfigError: when the selected backend is not available in this installation.
         BackendError: code ``remote_refused`` for a non-loopback URL without ``allow_remote``.
     """
     if config.backend == "ollama":
@@ -59,24 +57,11 @@ def make_backend(
             allow_remote=config.ollama.allow_remote,
             transport=transport,
         )
-    if config.backend == "openai":
-        try:
-            from flow_core.models.openai import (  # type: ignore[import-not-found,unused-ignore]
-                OpenAIBackend,
-            )
-        except ModuleNotFoundError as err:
-            if err.name != "flow_core.models.openai":
-                raise
-            raise ConfigError(
-                'backend = "openai": the OpenAI-compatible backend is not available in this '
-                'version of flow-core; fix: set backend = "ollama" in the operator config',
-                code="config_invalid",
-            ) from err
-        backend: ChatBackend = OpenAIBackend(
-            config.openai.base_url,
-            timeout=config.openai.timeout,
-            allow_remote=config.openai.allow_remote,
-            transport=transport,
-        )
-        return backend
-    raise ConfigError(f"backend: unknown backend {config.backend!r}")  # pragma: no cover
+    from flow_core.models.openai import OpenAIBackend  # imported only when selected
+
+    return OpenAIBackend(
+        config.openai.base_url,
+        timeout=config.openai.timeout,
+        allow_remote=config.openai.allow_remote,
+        transport=transport,
+    )

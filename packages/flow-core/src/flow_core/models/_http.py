@@ -282,7 +282,7 @@ def _timeout_message(
 ) -> str:
     """``backend_timeout``: the seconds that ran out and the config key that sets them."""
     phase, field = _TIMEOUT_PHASES.get(type(exc).__name__, ("", "read"))
-    seconds = getattr(getattr(client, "timeout", None), field, None)
+    seconds = getattr(client.timeout, field)
     limit = f"within {seconds:g} s" if isinstance(seconds, int | float) else "in time"
     if key is not None:
         limit += f" ({key})"

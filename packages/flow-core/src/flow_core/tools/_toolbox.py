@@ -173,7 +173,7 @@ class ToolBox:
     """The tools of one role in one run.
 
     Args:
-        role: planner, coder or reviewer; decides the tool set.
+        role: planner, coder or reviewer; decides the toolset.
         workspace: the flow-safeio workspace (root held by descriptor). Its protected paths
             (operator config) are enforced for every write channel, the editor bridge's too.
         ledger: ids, records and the run-wide budget, shared by every role of the run.
