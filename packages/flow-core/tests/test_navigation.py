@@ -393,3 +393,15 @@ def test_report_keeps_a_capped_message(ws: Workspace) -> None:
     assert len(record.message) <= 530
     assert " chars] …" in record.message
     assert record.message.endswith("Copy old_text from these lines exactly.")
+
+
+def test_search_path_may_name_one_file(ws: Workspace) -> None:
+    Path(ws.root, "src").mkdir()
+    Path(ws.root, "src", "a.py").write_text("x = 1\ny = 2\n")
+    Path(ws.root, "src", "b.py").write_text("y = 3\n")
+    b = box(ws)
+    assert (
+        b.call("search_text", {"query": "y", "path": "src/a.py"}).content == "src/a.py:2:1: y = 2"
+    )
+    missing = b.call("search_text", {"query": "y", "path": "src/a.py/z"})
+    assert missing.error == "not_directory"

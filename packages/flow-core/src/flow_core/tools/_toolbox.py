@@ -27,8 +27,9 @@ an editor failure is a tool error, never a fallback to direct disk I/O.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,13 @@ from flow_core.tools._search import (
     search,
 )
 from flow_core.verify import protected_reason
-from flow_safeio import ProtectedPathError, SafeIOError, Workspace, validate_path
+from flow_safeio import (
+    NotDirectoryError,
+    ProtectedPathError,
+    SafeIOError,
+    Workspace,
+    validate_path,
+)
 
 __all__ = [
     "MAX_SEARCH_BYTES",
@@ -408,7 +415,7 @@ class ToolBox:
         if limit < 1 or context < 0:
             raise ToolError("tool_invalid_arguments", "max_matches >= 1 and context >= 0")
         return search(
-            self.workspace.walk(prefix),
+            self._files_under(prefix),
             self.workspace.read_bytes,
             query,
             regex=_bool_arg(args, "regex"),
@@ -416,6 +423,16 @@ class ToolBox:
             context=context,
             limit=limit,
         )
+
+    def _files_under(self, rel: str) -> Iterator[str]:
+        """The files below directory ``rel``, or ``rel`` itself when it names a file."""
+        files = self.workspace.walk(rel)
+        try:
+            first = next(files, None)
+        except NotDirectoryError:
+            self.workspace.read_bytes(rel)  # a file, or the refusal that names the problem
+            return iter((rel,))
+        return itertools.chain(() if first is None else (first,), files)
 
     def _outline(self, args: Mapping[str, Any]) -> str:
         rel = self._file_path(args)
