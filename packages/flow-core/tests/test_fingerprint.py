@@ -125,3 +125,17 @@ def test_links_are_never_followed(tmp_path: Path) -> None:
     fp = take_fingerprint(ws)
     assert set(fp.files) == {"dir"}
     assert fp.files["dir"].kind == "link"
+
+
+def test_generated_folders_follow_flow_safeios_rule(tmp_path: Path) -> None:
+    # The same rule as listings and write refusals: any case, and a virtual environment by its
+    # pyvenv.cfg whatever its name; an ordinary folder next to them is still watched.
+    _tree(tmp_path)
+    for folder in ("Node_Modules", "myenv", "src2"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    before = take_fingerprint(tmp_path)
+    for folder in ("Node_Modules", "myenv", "src2"):
+        (tmp_path / folder / "new.py").write_text("x = 1\n")
+    after = take_fingerprint(tmp_path, previous=before)
+    assert _kinds(compare(before, after)) == {"src2/new.py": "added"}

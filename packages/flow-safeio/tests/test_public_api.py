@@ -9,6 +9,8 @@ EXPECTED = {
     "Resolver",
     "validate_path",
     "SKIPPED_DIRS",
+    "is_generated_dir",
+    "is_generated_name",
     "DEFAULT_MAX_BYTES",
     "openat2_available",
     "ERROR_CODES",

@@ -31,6 +31,7 @@ from flow_safeio._errors import (
     SymlinkError,
     TooLargeError,
 )
+from flow_safeio._generated import is_generated_dir, is_generated_name
 from flow_safeio._openat2 import available as openat2_available
 from flow_safeio._paths import SKIPPED_DIRS, validate_path
 from flow_safeio._workspace import (
@@ -55,6 +56,8 @@ __all__ = [  # noqa: RUF022
     # path rules and limits
     "DEFAULT_MAX_BYTES",
     "SKIPPED_DIRS",
+    "is_generated_dir",
+    "is_generated_name",
     "openat2_available",
     "validate_path",
     # errors

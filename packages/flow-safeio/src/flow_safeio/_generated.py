@@ -16,7 +16,7 @@ import unicodedata
 
 from flow_safeio._paths import SKIPPED_DIRS
 
-__all__ = ["VENV_MARKER", "generated_dir", "holds_venv_marker", "is_generated_name"]
+__all__ = ["VENV_MARKER", "holds_venv_marker", "is_generated_dir", "is_generated_name"]
 
 #: The file that marks a directory as a Python virtual environment (PEP 405).
 VENV_MARKER = "pyvenv.cfg"
@@ -30,20 +30,23 @@ def is_generated_name(name: str) -> bool:
     return unicodedata.normalize("NFC", name).casefold() in _FOLDED
 
 
-def generated_dir(dir_fd: int, name: str) -> bool:
-    """Whether the directory ``name`` inside ``dir_fd`` is generated (by name or marker).
+def is_generated_dir(parent: int | str, name: str) -> bool:
+    """Whether the directory ``name`` inside ``parent`` is generated (by name or marker).
 
     The marker is looked up below a descriptor opened with ``O_NOFOLLOW``, so a symbolic link
     is never followed. A directory that cannot be opened is judged by its name alone.
 
     Args:
-        dir_fd: an open directory descriptor.
+        parent: an open directory descriptor, or the path of the directory (``str``).
         name: one component naming a directory in it.
     """
     if is_generated_name(name):
         return True
     try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        if isinstance(parent, str):
+            fd = os.open(os.path.join(parent, name), _DIR_FLAGS)
+        else:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
     except OSError:
         return False
     try:

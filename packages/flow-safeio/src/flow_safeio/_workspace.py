@@ -40,7 +40,7 @@ from flow_safeio._errors import (
     SymlinkError,
     TooLargeError,
 )
-from flow_safeio._generated import generated_dir, holds_venv_marker, is_generated_name
+from flow_safeio._generated import holds_venv_marker, is_generated_dir, is_generated_name
 from flow_safeio._paths import _is_git_component, split_path
 
 __all__ = ["DEFAULT_MAX_BYTES", "Entry", "EntryKind", "Listing", "Resolver", "Workspace"]
@@ -901,7 +901,7 @@ def _listable(e: os.DirEntry[str], dir_fd: int) -> bool:
         is_dir = e.is_dir(follow_symlinks=False)
     except OSError:
         return False
-    return not (is_dir and generated_dir(dir_fd, e.name))
+    return not (is_dir and is_generated_dir(dir_fd, e.name))
 
 
 def _generated(rel: str, folder: tuple[str, ...]) -> GeneratedPathError:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from flow_core.store._record import StoreError
-from flow_safeio import SKIPPED_DIRS
+from flow_safeio import is_generated_dir
 
 __all__ = ["MAX_COPY_BYTES", "MAX_COPY_FILES", "IsolatedTree", "prepare_tree", "remove_tree"]
 
@@ -33,7 +33,6 @@ __all__ = ["MAX_COPY_BYTES", "MAX_COPY_FILES", "IsolatedTree", "prepare_tree", "
 MAX_COPY_FILES = 50_000
 MAX_COPY_BYTES = 1024 * 1024 * 1024
 _GIT_TIMEOUT_S = 120.0
-_SKIP = frozenset(SKIPPED_DIRS)
 
 
 @dataclass(frozen=True)
@@ -99,8 +98,14 @@ def _copy_entry(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
-def _skipped(rel: str) -> bool:
-    return any(part in _SKIP for part in rel.split("/")[:-1])
+def _skipped(workspace: Path, rel: str) -> bool:
+    """Whether ``rel`` lies in a generated folder (flow-safeio's rule, markers included)."""
+    parent = str(workspace)
+    for part in rel.split("/")[:-1]:
+        if is_generated_dir(parent, part):
+            return True
+        parent = os.path.join(parent, part)
+    return False
 
 
 def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTree:
@@ -120,7 +125,7 @@ def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTr
             )
         for raw in sorted(set(listed.stdout.split(b"\0"))):
             rel = os.fsdecode(raw)
-            if rel and not _skipped(rel):
+            if rel and not _skipped(workspace, rel):
                 _copy_entry(workspace / rel, tree.root / rel)
     except BaseException:
         remove_tree(tree)
@@ -131,7 +136,7 @@ def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTr
 def _copy(workspace: Path, dest: Path) -> IsolatedTree:
     files = size = 0
     for dirpath, dirnames, filenames in os.walk(workspace):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP]
+        dirnames[:] = [d for d in dirnames if not is_generated_dir(dirpath, d)]
         files += len(filenames)
         for name in filenames:
             with contextlib.suppress(OSError):
@@ -147,7 +152,7 @@ def _copy(workspace: Path, dest: Path) -> IsolatedTree:
         workspace,
         dest,
         symlinks=True,
-        ignore=lambda _dir, names: [n for n in names if n in _SKIP],
+        ignore=lambda parent, names: [n for n in names if is_generated_dir(parent, n)],
     )
     return IsolatedTree("copy", dest, dest)
 

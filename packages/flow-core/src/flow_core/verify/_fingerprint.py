@@ -2,9 +2,10 @@
 
 Flow tracks the files its own tools write, but a check, a formatter, an editor, a leftover
 process or a person can change others. A :class:`Fingerprint` records every regular file and
-symbolic link under the workspace root (generated folders excluded, see :func:`skipped_dir`);
-comparing two (:func:`compare`) lists every path that appeared, disappeared or changed. Source
-of the rule: ``docs/architecture.md``, section "Evidence".
+symbolic link under the workspace root (generated folders excluded, by flow-safeio's one
+rule, ``flow_safeio.is_generated_dir``); comparing two (:func:`compare`) lists every path
+that appeared, disappeared or changed. Source of the rule: ``docs/architecture.md``, section
+"Evidence".
 
 Cost: the walk stats every entry; a file's content is hashed (SHA-256) only when there is no
 earlier fingerprint that saw it with the same size, modification time, change time, inode and
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from flow_safeio import SKIPPED_DIRS
+from flow_safeio import is_generated_dir
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -42,7 +43,6 @@ __all__ = [
     "Fingerprint",
     "TreeChange",
     "compare",
-    "skipped_dir",
     "take_fingerprint",
 ]
 
@@ -59,18 +59,8 @@ KEEP_TOTAL_BYTES = 32 * 1024 * 1024
 _MAX_DEPTH = 64
 _CHUNK = 1 << 20
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_SKIPPED = frozenset(d.casefold() for d in SKIPPED_DIRS)
 
 ChangeKind = Literal["added", "removed", "modified", "type_changed", "mode_changed"]
-
-
-def skipped_dir(name: str) -> bool:
-    """Whether a directory of this name is generated (``.git``, ``.venv``, ``node_modules``...).
-
-    The same folders flow-safeio's listings skip (``flow_safeio.SKIPPED_DIRS``), compared
-    case-insensitively.
-    """
-    return name.casefold() in _SKIPPED
 
 
 @dataclass(frozen=True)
@@ -196,7 +186,7 @@ class _Walk:
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if skipped_dir(e.name) or _is_git(e.name):
+                if is_generated_dir(dir_fd, e.name) or _is_git(e.name):
                     continue
                 if depth >= _MAX_DEPTH:
                     self.stop(f"tree too deep: more than {_MAX_DEPTH} levels at {rel}")
