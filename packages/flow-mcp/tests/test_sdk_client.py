@@ -219,26 +219,3 @@ def test_readme_mcp_json_works_as_written(
                 assert status.structured_content["workspace"] == str(workspace)
 
     anyio.run(main)
-
-
-def test_sdk_client_in_auto_mode_probes_discover_then_falls_back(
-    tmp_path: Path, workspace: Path, fake_ollama: FakeOllama
-) -> None:
-    """``mcp.Client`` (mode "auto") sends ``server/discover`` first; -32601 makes it hand-shake."""
-    from mcp import Client
-
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "flow_mcp", *config_args(tmp_path, workspace, fake_ollama)],
-        env=server_env(tmp_path),
-    )
-
-    async def main() -> None:
-        async with Client(params) as client:
-            assert client.protocol_version == "2025-11-25"
-            listed = await client.list_tools()
-            assert len(listed.tools) == 3
-            result = await client.call_tool("flow_status", {})
-            assert result.is_error is False
-
-    anyio.run(main)

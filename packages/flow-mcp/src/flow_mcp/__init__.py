@@ -1,9 +1,12 @@
 """flow-mcp: Flow's MCP stdio server (MCP 2025-11-25) with flow_status, flow_check, flow_run.
 
-A hand-written, sequential server in three layers, like the MCP python-sdk: framing
-(``_framing``: stdin lines ↔ JSON values), session (``_session``: JSON-RPC and the lifecycle)
-and tools (``_tools``: the three tools over ``flow_core.Runtime``). ``_server`` wires them to
-stdio. ``flow serve`` (flow-cli) calls :func:`serve`.
+A hand-written server in three layers, like the MCP python-sdk: framing (``_framing``: stdin
+lines ↔ JSON values), session (``_session``: JSON-RPC and the lifecycle; ``_inbox``, the
+reader thread that answers ``ping`` and applies ``notifications/cancelled`` while a request
+runs; ``_eras``, the handshake era and MCP 2026-07-28's per-request era opened by
+``server/discover``) and tools (``_tools``: the three tools over ``flow_core.Runtime``).
+Requests are served one at a time. ``_server`` wires them to stdio. ``flow serve``
+(flow-cli) calls :func:`serve`.
 """
 
 from flow_mcp.__about__ import __version__

@@ -1,6 +1,11 @@
 """Session: JSON-RPC 2.0 messages and the MCP lifecycle (MCP 2025-11-25, "Basic").
 
-The session turns decoded frames into method calls and answers, in order, one at a time:
+The session turns decoded frames into method calls and answers. A reader thread (``_inbox``)
+keeps reading while a request runs: it answers ``ping`` at once and acts on
+``notifications/cancelled`` ("Basic > Utilities > Cancellation": the running request is
+stopped and gets no response); every other request is served on the main thread, in order,
+one at a time. The first request also picks the protocol era: the handshake below, or MCP
+2026-07-28's per-request envelope opened by ``server/discover`` (see ``_eras``).
 
 * Lifecycle ("Basic > Lifecycle"): ``initialize`` first, then the client's
   ``notifications/initialized``; only then are ``tools/list`` and ``tools/call`` served.
@@ -24,9 +29,20 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
-from typing import Any, Final, Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Final, Literal
 
+from flow_mcp._eras import (
+    MODERN_PROTOCOL_VERSIONS,
+    Era,
+    EraError,
+    envelope_version,
+    has_envelope,
+    opening_era,
+    refuse_envelope_in_handshake_era,
+    stamp_result,
+    unsupported,
+)
 from flow_mcp._framing import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -37,67 +53,23 @@ from flow_mcp._framing import (
     encode,
 )
 from flow_mcp._inbox import EOF, Inbox
+from flow_mcp._inflight import InFlight
+from flow_mcp._rpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Handler,
+    JsonRpcError,
+    Method,
+    PreEncoded,
+    RequestId,
+)
 
 LATEST_PROTOCOL_VERSION: Final = "2025-11-25"
 #: Protocol revisions this server speaks, newest first.
 SUPPORTED_PROTOCOL_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
 
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
-
-RequestId = str | int
 State = Literal["new", "initializing", "ready"]
-
-
-class JsonRpcError(Exception):
-    """A JSON-RPC error answer: ``{"code", "message", "data"?}`` ("Basic > Messages").
-
-    Args:
-        code: the JSON-RPC error code.
-        message: one short sentence for the client's user.
-        data: optional JSON-serialisable details.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``error`` member of a response."""
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            err["data"] = self.data
-        return err
-
-
-class PreEncoded:
-    """A method result that is already compact ASCII JSON (the constant ``tools/list``)."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-
-class Handler(Protocol):
-    """What the session needs from the tools layer ("Server Features > Tools")."""
-
-    def list_tools(self) -> list[dict[str, Any]]:
-        """The ``tools`` array of a ``tools/list`` result."""
-        ...
-
-    def call_tool(
-        self, name: str, arguments: Mapping[str, Any], progress_token: RequestId | None
-    ) -> dict[str, Any]:
-        """A ``CallToolResult``; raises :class:`JsonRpcError` for protocol-level failures."""
-        ...
-
-    def cancel(self, reason: str) -> None:
-        """Stop the tool call in progress, if any (called from the reader thread)."""
-        ...
 
 
 def _log_to_stderr(line: str) -> None:
@@ -140,25 +112,35 @@ class Session:
         self.stop_requested: Callable[[], bool] = lambda: False
         # Shared with the reader thread (see _inbox): what runs now, what waits in the queue.
         self._lock = threading.Lock()
-        self._current: RequestId | None = None
-        self._current_method: str | None = None
-        self._current_cancelled = False
-        self._queued: dict[RequestId, int] = {}
-        self._dropped: dict[RequestId, int] = {}
+        self._inflight = InFlight()
         self._tools_list_json: bytes | None = None
-        self._methods: dict[str, Callable[[dict[str, Any]], dict[str, Any] | PreEncoded]] = {
+        #: "handshake" (initialize first) or "modern" (MCP 2026-07-28, per-request envelope);
+        #: the client's first request decides (see ``_eras``).
+        self.era: Era = "undecided"
+        self._server_info = {"name": "flow", "title": "Flow", "version": server_version}
+        self._tools_list_modern_json: bytes | None = None
+        self._methods: dict[str, Method] = {
             "initialize": self._initialize,
             "ping": self._ping,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
         }
+        self._modern_methods: dict[str, Method] = {
+            "server/discover": self._discover,
+            "ping": self._ping,
+            "tools/list": self._tools_list_modern,
+            "tools/call": self._tools_call_modern,
+        }
 
     # ------------------------------------------------------------------ loop
 
     def prepare(self) -> None:
-        """Encode the constant ``tools/list`` result now, so the first listing is as fast."""
+        """Encode the constant ``tools/list`` results now, so the first listing is as fast."""
         if self._tools_list_json is None:
-            self._tools_list_json = encode({"tools": self.handler.list_tools()}).rstrip(b"\n")
+            tools = {"tools": self.handler.list_tools()}
+            self._tools_list_json = encode(tools).rstrip(b"\n")
+            modern = stamp_result("tools/list", tools, self._server_info)
+            self._tools_list_modern_json = encode(modern).rstrip(b"\n")
 
     def serve(self, reader: FrameReader) -> int:
         """Answer frames until EOF; a reader thread keeps reading meanwhile (see ``_inbox``).
@@ -222,12 +204,20 @@ class Session:
         if not (isinstance(rid, str | int) and not isinstance(rid, bool)):
             return False
         if method == "ping":
+            self._decide_era(method, message.get("params"))
             self._execute(rid, "ping", message)
             return True
         if isinstance(method, str):
-            with self._lock:
-                self._queued[rid] = self._queued.get(rid, 0) + 1
+            self._decide_era(method, message.get("params"))
+            self._inflight.queued(rid)
         return False
+
+    def _decide_era(self, method: str, params: Any) -> Era:
+        """The connection's era; the first request that can decide it does (see ``_eras``)."""
+        with self._lock:
+            if self.era == "undecided":
+                self.era = opening_era(method, params)
+            return self.era
 
     def end_of_input(self) -> None:
         """Stdin ended while the main thread may be busy: interrupt the running tool call.
@@ -235,9 +225,7 @@ class Session:
         Its answer is still sent (an ``interrupted`` report); requests already received are
         still answered in order.
         """
-        with self._lock:
-            running = self._current is not None and self._current_method == "tools/call"
-        if running:
+        if self._inflight.running_method() == "tools/call":
             self._log("flow-mcp: stdin closed during a tool call; interrupting it")
             self.handler.cancel("the client closed stdin")
 
@@ -248,23 +236,16 @@ class Session:
             return
         reason = params.get("reason") if isinstance(params, dict) else None
         why = reason if isinstance(reason, str) and reason else "no reason given"
-        with self._lock:
-            if rid == self._current and self._current_method != "initialize":
-                if self._current_cancelled:
-                    return
-                self._current_cancelled = True
-                running = self._current_method == "tools/call"
-            elif self._queued.get(rid, 0) > self._dropped.get(rid, 0):
-                self._dropped[rid] = self._dropped.get(rid, 0) + 1
-                self._log(f"flow-mcp: id={rid!r} cancelled before it started; it will not run")
-                return
-            else:
-                # Unknown, finished, or initialize (which "MUST NOT be cancelled").
-                self._log(f"flow-mcp: cancellation of id={rid!r} ignored (not in progress)")
-                return
-        self._log(f"flow-mcp: cancelling id={rid!r} ({why[:200]}); no response will be sent")
-        if running:
-            self.handler.cancel(f"cancelled by the client: {why[:200]}")
+        hit, method = self._inflight.cancel(rid)
+        if hit == "queued":
+            self._log(f"flow-mcp: id={rid!r} cancelled before it started; it will not run")
+        elif hit == "ignored":
+            # Unknown, finished, or initialize/server/discover (which must not be cancelled).
+            self._log(f"flow-mcp: cancellation of id={rid!r} ignored (not in progress)")
+        elif hit == "running":
+            self._log(f"flow-mcp: cancelling id={rid!r} ({why[:200]}); no response will be sent")
+            if method == "tools/call":
+                self.handler.cancel(f"cancelled by the client: {why[:200]}")
 
     # -------------------------------------------------------------- messages
 
@@ -320,29 +301,13 @@ class Session:
 
     def _request(self, rid: RequestId, method: str, message: dict[str, Any]) -> None:
         """Serve one request on the main thread, unless it was cancelled (then: no answer)."""
-        with self._lock:
-            if self._queued.get(rid, 0) > 0:
-                self._queued[rid] -= 1
-                if not self._queued[rid]:
-                    del self._queued[rid]
-            if self._dropped.get(rid, 0) > 0:
-                self._dropped[rid] -= 1
-                if not self._dropped[rid]:
-                    del self._dropped[rid]
-                self._log(f"flow-mcp: {method} id={rid!r} cancelled before it started")
-                return
-            self._current, self._current_method = rid, method
-            self._current_cancelled = False
+        if not self._inflight.start(rid, method):
+            self._log(f"flow-mcp: {method} id={rid!r} cancelled before it started")
+            return
         try:
-            self._execute(rid, method, message, drop=self._is_cancelled)
+            self._execute(rid, method, message, drop=self._inflight.cancelled)
         finally:
-            with self._lock:
-                self._current = self._current_method = None
-                self._current_cancelled = False
-
-    def _is_cancelled(self) -> bool:
-        with self._lock:
-            return self._current_cancelled
+            self._inflight.finish()
 
     def _execute(
         self,
@@ -356,16 +321,17 @@ class Session:
         ("Basic > Utilities > Cancellation": no response for a cancelled request)."""
         start = time.perf_counter()
         outcome = "ok"
+        modern = False
         try:
-            handler = self._methods.get(method)
-            if handler is None:
-                raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
             params = message.get("params", {})
             if params is None:
                 params = {}
+            handler, modern = self._lookup(method, params)
             if not isinstance(params, dict):
                 raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "params" must be an object')
             result = handler(params)
+            if modern and isinstance(result, dict):
+                result = stamp_result(method, result, self._server_info)
         except JsonRpcError as err:
             outcome = f"error {err.code}"
             if not drop():
@@ -391,6 +357,39 @@ class Session:
                 self.writer.send({"jsonrpc": "2.0", "id": rid, "result": result})
         ms = (time.perf_counter() - start) * 1000.0
         self._log(f"flow-mcp: {method} id={rid!r} {ms:.2f}ms {outcome}")
+
+    def _lookup(self, method: str, params: Any) -> tuple[Method, bool]:
+        """The method for this era and whether its result gets the per-request-era stamp.
+
+        Raises:
+            JsonRpcError: ``-32601`` unknown method; ``-32602``/``-32022``/``-32600`` for an
+                envelope that is missing, names an unknown version or comes in the wrong era.
+        """
+        era = self._decide_era(method, params)
+        try:
+            if era == "modern":
+                if method == "initialize":
+                    requested = params.get("protocolVersion") if isinstance(params, dict) else None
+                    raise unsupported(
+                        requested,
+                        MODERN_PROTOCOL_VERSIONS,
+                        "this connection serves MCP 2026-07-28 per request (opened by a request "
+                        "carrying its envelope); the initialize handshake is not accepted on it",
+                    )
+                envelope_version(method, params, SUPPORTED_PROTOCOL_VERSIONS)
+                handler = self._modern_methods.get(method)
+            elif method != "initialize" and has_envelope(params):
+                if era == "handshake":
+                    raise refuse_envelope_in_handshake_era()
+                envelope_version(method, params, SUPPORTED_PROTOCOL_VERSIONS)  # raises -32022
+                handler = None
+            else:
+                handler = self._methods.get(method)
+        except EraError as err:
+            raise JsonRpcError(err.code, err.message, err.data) from None
+        if handler is None:
+            raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return handler, era == "modern"
 
     def _send_error(self, rid: RequestId | None, err: JsonRpcError) -> None:
         self.writer.send({"jsonrpc": "2.0", "id": rid, "error": err.to_dict()})
@@ -435,6 +434,29 @@ class Session:
     def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
+    def _discover(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``server/discover`` (MCP 2026-07-28), as the official Python SDK 2.x answers it:
+        the per-request versions served, the capabilities and the instructions."""
+        raw = params.get("_meta")
+        meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        self.protocol_version = MODERN_PROTOCOL_VERSIONS[-1]
+        self.client_info = meta.get("io.modelcontextprotocol/clientInfo")
+        result: dict[str, Any] = {
+            "supportedVersions": list(reversed(MODERN_PROTOCOL_VERSIONS)),
+            "capabilities": {"tools": {"listChanged": False}},
+        }
+        if self._instructions:
+            result["instructions"] = self._instructions
+        return result
+
+    def _tools_list_modern(self, params: dict[str, Any]) -> PreEncoded:
+        self.prepare()
+        assert self._tools_list_modern_json is not None
+        return PreEncoded(self._tools_list_modern_json)
+
+    def _tools_call_modern(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._call(params)
+
     def _tools_list(self, params: dict[str, Any]) -> PreEncoded:
         self._require_ready("tools/list")
         # The list never changes (capability tools.listChanged is false), so it is encoded once.
@@ -444,6 +466,9 @@ class Session:
 
     def _tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
         self._require_ready("tools/call")
+        return self._call(params)
+
+    def _call(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
         if not isinstance(name, str):
             raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "name" must be a string')

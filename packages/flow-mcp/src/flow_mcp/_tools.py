@@ -45,7 +45,7 @@ from flow_core import (
     report_json_schema,
 )
 from flow_mcp._inputs import input_schema, validate_arguments
-from flow_mcp._session import INVALID_PARAMS, JsonRpcError, RequestId
+from flow_mcp._rpc import INVALID_PARAMS, JsonRpcError, RequestId
 
 #: The tool names, in the order ``tools/list`` gives them.
 TOOL_NAMES: Final = ("flow_status", "flow_check", "flow_run")
