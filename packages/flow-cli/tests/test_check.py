@@ -21,6 +21,11 @@ NOISY = [
 ]
 
 
+#: For checks that talk to the test through files outside the workspace (pid files, markers),
+#: which the default jail hides: group-kill behaviour is tested without it.
+UNJAILED = '\n[sandbox]\nmode = "off"\n'
+
+
 def _config(h, tmp_path: Path, workspace: Path, checks: str) -> Path:
     return h.operator_config(tmp_path / "op.toml", workspace, checks=checks)
 
@@ -94,7 +99,7 @@ def test_failed_check_line_shows_the_last_output_lines_cleaned(env, h, tmp_path,
     script = (
         "import sys\n"
         "print('\\n'.join(f'line {i}' for i in range(50)))\n"
-        "print('\\x1b[31mFAILED test_x - assert 1 == 2\\x1b[0m')\n"
+        "print('\\x1b[31mFAILED test_x - assert 1 == 2\\x1b[0m', flush=True)\n"
         "print('1 failed in 0.01s', file=sys.stderr)\n"
         "sys.exit(1)\n"
     )
@@ -192,7 +197,8 @@ def test_signal_during_long_check_kills_its_group(env, h, tmp_path, workspace, s
         f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
         "time.sleep(300)\n"
     )
-    cfg = _config(h, tmp_path, workspace, h.check_table("slow", [sys.executable, "-c", script]))
+    slow = h.check_table("slow", [sys.executable, "-c", script]) + UNJAILED
+    cfg = _config(h, tmp_path, workspace, slow)
     proc = env.popen("check", "--config", str(cfg), "--trusted")
     try:
         pid = _wait_for(pidfile, proc)
@@ -233,7 +239,8 @@ def test_live_progress_on_a_terminal_stderr(env, h, tmp_path, workspace) -> None
         f"while not pathlib.Path({str(go)!r}).exists() and time.monotonic() < end:\n"
         "    time.sleep(0.02)\n"
     )
-    cfg = _config(h, tmp_path, workspace, h.check_table("waits", [sys.executable, "-c", script]))
+    waits = h.check_table("waits", [sys.executable, "-c", script]) + UNJAILED
+    cfg = _config(h, tmp_path, workspace, waits)
     out = tmp_path / "report.json"
     command = f"{sys.executable} -m flow_cli check --config {cfg} --trusted > {out}; echo EXIT=$?"
     child = pexpect.spawn(

@@ -11,6 +11,11 @@ from typing import Any
 
 import pytest
 
+from flow_core.verify._sandbox import probe_bwrap
+
+#: Checks that write a pid file outside the workspace run without the jail.
+UNJAILED = '\n[sandbox]\nmode = "off"\n'
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # from the tui\n"
 
 
@@ -360,7 +365,8 @@ def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
         "-c",
         f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)",
     ]
-    cfg = _cfg(h, tmp_path, workspace, checks=h.check_table("slow", slow))
+    # The pid file lies outside the workspace (the jail hides it): test the group kill alone.
+    cfg = _cfg(h, tmp_path, workspace, checks=h.check_table("slow", slow) + UNJAILED)
     child = _spawn(env, "tui", "--config", str(cfg), "--trusted")
     try:
         child.expect("flow>")
@@ -395,7 +401,8 @@ def test_sigterm_during_a_check_exits_130_without_orphans(env, h, tmp_path, work
         "-c",
         f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); time.sleep(300)",
     ]
-    cfg = _cfg(h, tmp_path, workspace, checks=h.check_table("slow", slow))
+    # The pid file lies outside the workspace (the jail hides it): test the group kill alone.
+    cfg = _cfg(h, tmp_path, workspace, checks=h.check_table("slow", slow) + UNJAILED)
     child = _spawn(env, "tui", "--config", str(cfg), "--trusted")
     try:
         child.expect("flow>")
@@ -511,7 +518,7 @@ def test_check_table_shows_exit_code_requirement_and_reason(env, h, tmp_path, wo
     assert result.code == 0, result.stderr
     out = result.stdout
     assert "check: failed" in out
-    name, status, needed, code, took, why = _cells(out, "bad")
+    name, status, needed, code, took, jail, why = _cells(out, "bad")
     assert (name, status, needed, code, why) == (
         "bad",
         "failed",
@@ -520,10 +527,11 @@ def test_check_table_shows_exit_code_requirement_and_reason(env, h, tmp_path, wo
         "noise\nE: one broke",
     )
     assert re.fullmatch(r"\d+\.\ds", took)  # seconds, one decimal (the value depends on load)
-    _, status, needed, code, _, why = _cells(out, "gone")
-    assert (status, needed, code) == ("missing", "required", "-")
+    assert jail == ("bwrap" if probe_bwrap().usable else "none")  # the default: jailed
+    _, status, needed, code, _, jail, why = _cells(out, "gone")
+    assert (status, needed, code, jail) == ("missing", "required", "-", "-")  # never started
     assert f"executable'{tmp_path}/no-such-tool'wasnotfound" in "".join(why.split())
-    _, status, needed, code, _, why = _cells(out, "good")
+    _, status, needed, code, _, _, why = _cells(out, "good")
     assert (status, needed, code, why) == ("passed", "required", "0", "")
 
 
@@ -537,6 +545,8 @@ def test_status_table_shows_the_configured_budgets(env, h, tmp_path, workspace) 
     assert "│ 16 " in _row(out, "max tool calls (per task)")
     assert "│ 100000 " in _row(out, "max context chars")
     assert "ollama at http://127.0.0.1:9" in _row(out, "backend")
+    runs_as = "bwrap" if probe_bwrap().usable else "none"
+    assert f"{runs_as} (mode auto, no network)" in _row(out, "sandbox")
 
 
 def test_banner_fits_80_columns_when_piped(env, h, tmp_path, workspace) -> None:

@@ -319,7 +319,9 @@ def test_ctrl_c_during_check_kills_the_group_and_reports_interrupted(
         "cmd": ["/bin/sh", "-c", f"sleep 1000 & echo $$ > {pid_file}; sleep 1000"],
         "kind": "test",
     }
-    rt = Runtime(flow_config({"slow": slow}), trusted=True, backend=ScriptedBackend([]))
+    # The pid file lies outside the workspace and the group kill is what is tested: no jail.
+    cfg = flow_config({"slow": slow}, sandbox={"mode": "off"})
+    rt = Runtime(cfg, trusted=True, backend=ScriptedBackend([]))
     stop = threading.Event()
 
     def press_ctrl_c() -> None:

@@ -248,7 +248,11 @@ def test_check_timeout_leaves_no_orphan(ws: Path, flow_config: Callable[..., Flo
         "timeout": 300,
     }
     rt, _ = runtime(
-        flow_config({"tests": tree, "lint": LINT}, agent={"max_cycles": 1}),
+        # The pid file lies outside the workspace, and group kill is what is tested: no jail
+        # (test_sandbox.py covers the jailed case).
+        flow_config(
+            {"tests": tree, "lint": LINT}, agent={"max_cycles": 1}, sandbox={"mode": "off"}
+        ),
         [PLAN, edit("x = 1", "x = 2"), text("done")],
     )
     report = rt.run("t")

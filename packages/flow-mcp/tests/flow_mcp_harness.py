@@ -72,8 +72,13 @@ def write_config(
     workspace: Path,
     base_url: str,
     checks: dict[str, list[str]] | None = None,
+    sandbox_mode: str | None = None,
 ) -> Path:
-    """An operator config with the given checks (every one required lint over all files)."""
+    """An operator config with the given checks (every one required lint over all files).
+
+    ``sandbox_mode = "off"`` for tests whose checks talk to the test through files outside
+    the workspace (FIFOs, pid files), which the default jail hides.
+    """
     lines = [
         f"workspace_dir = {json.dumps(str(workspace))}",
         "[ollama]",
@@ -93,6 +98,8 @@ def write_config(
             'kind = "lint"',
             'filetypes = ["*"]',
         ]
+    if sandbox_mode is not None:
+        lines += ["[sandbox]", f"mode = {json.dumps(sandbox_mode)}"]
     path = tmp_path / "operator.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -251,10 +258,11 @@ def start_server(
         *extra: str,
         checks: dict[str, list[str]] | None = None,
         config: bool = True,
+        sandbox_mode: str | None = None,
     ) -> RawServer:
         args: list[str] = []
         if config:
-            cfg = write_config(tmp_path, workspace, fake_ollama.url, checks)
+            cfg = write_config(tmp_path, workspace, fake_ollama.url, checks, sandbox_mode)
             args += ["--config", str(cfg)]
         server = RawServer(
             [*args, *extra], server_env(tmp_path), tmp_path / f"stderr-{len(started)}.log"

@@ -99,7 +99,9 @@ def test_ping_during_a_check_then_cancel_kills_it_and_sends_no_answer(
     fifo = tmp_path / "pids.fifo"
     os.mkfifo(fifo)
     server = start_server(
-        "--trusted", checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]}
+        "--trusted",
+        checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]},
+        sandbox_mode="off",  # the FIFO lies outside the workspace, which the jail hides
     )
     server.initialize()
     call(server, "long", "flow_check", {"name": "hang"}, "tok")
@@ -167,7 +169,9 @@ def test_cancelled_run_rolls_its_edits_back(
     fifo = tmp_path / "pids.fifo"
     os.mkfifo(fifo)
     server = start_server(
-        "--trusted", checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]}
+        "--trusted",
+        checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]},
+        sandbox_mode="off",  # the FIFO lies outside the workspace, which the jail hides
     )
     server.initialize()
     call(server, "run", "flow_run", {"task": "Create hello.txt"}, None)
@@ -212,7 +216,9 @@ def test_eof_during_a_check_interrupts_it_and_answers_interrupted(
     fifo = tmp_path / "pids.fifo"
     os.mkfifo(fifo)
     server = start_server(
-        "--trusted", checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]}
+        "--trusted",
+        checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]},
+        sandbox_mode="off",  # the FIFO lies outside the workspace, which the jail hides
     )
     server.initialize()
     call(server, "busy", "flow_check", {"name": "hang"}, None)

@@ -18,6 +18,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import flow_mcp
+from flow_core.verify._sandbox import probe_bwrap
 
 Body = Callable[[ClientSession], Awaitable[None]]
 
@@ -96,6 +97,10 @@ def test_sdk_calls_flow_check(tmp_path: Path, workspace: Path, fake_ollama: Fake
         assert result.is_error is False, report
         assert report["status"] == "passed"
         assert [(c["name"], c["status"]) for c in report["checks"]] == [("ok", "passed")]
+        # How the check ran reaches the MCP client: jailed by default where bubblewrap works.
+        usable = probe_bwrap().usable
+        assert report["checks"][0]["sandbox"] == ("bwrap" if usable else "none")
+        assert report["sandbox"]["runs_as"] == report["checks"][0]["sandbox"]
         every = await session.call_tool("flow_check", {})
         assert every.is_error is False
 

@@ -464,7 +464,9 @@ def test_signal_mid_check_kills_the_check_process_group(
     fifo = tmp_path / "pids.fifo"
     os.mkfifo(fifo)
     server = start_server(
-        "--trusted", checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]}
+        "--trusted",
+        checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]},
+        sandbox_mode="off",  # the FIFO lies outside the workspace
     )
     server.initialize()
     server.send(

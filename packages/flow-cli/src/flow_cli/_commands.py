@@ -255,6 +255,7 @@ def _produce(
         finally:
             if progress is not None:
                 progress.stop()
+        _warn_unjailed(report)
         if interrupts.count and report.status != "interrupted":
             report = report.model_copy(update={"status": "interrupted", "ok": False})
         if report.status == "interrupted":
@@ -290,6 +291,13 @@ def _produce(
         interrupts.runtime = None
         if runtime is not None:
             close_quietly(runtime)
+
+
+def _warn_unjailed(report: Report) -> None:
+    """``[sandbox] mode = "auto"`` without a usable bubblewrap: say so on stderr, every time."""
+    sandbox = report.sandbox
+    if sandbox is not None and sandbox.mode == "auto" and sandbox.runs_as == "none":
+        say(sandbox.reason or "warning: checks run without a jail")
 
 
 def close_quietly(runtime: Runtime) -> None:

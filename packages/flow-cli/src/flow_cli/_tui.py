@@ -174,6 +174,9 @@ class Tui:
             if problem.code != "preflight_check_missing":  # said per check just above
                 text = f"warning: {problem.message} [{problem.code}]"
                 self.console.print(f"[yellow]{escape(clean(text))}[/]", soft_wrap=True)
+        if report.sandbox is not None and report.sandbox.runs_as == "none":
+            why = report.sandbox.reason or "checks run without a jail"
+            self.console.print(f"[yellow]sandbox: {escape(clean(why))}[/]", soft_wrap=True)
         self.console.print("Type a task, or /help for commands. Ctrl-D leaves.")
 
     def handle(self, line: str) -> bool:
@@ -246,6 +249,8 @@ class Tui:
                     clean(f"{spec.kind}, {flags}, {spec.filetypes}: {' '.join(spec.argv)}{found}")
                 ),
             )
+        if report.sandbox is not None:
+            table.add_row("sandbox", escape(clean(_sandbox_summary(report))))
         # A status report carries no budgets (nothing ran), so show the configured limits.
         agent = runtime.config.agent
         table.add_row("max model turns (per role call)", str(agent.max_iterations))
@@ -419,6 +424,7 @@ class Tui:
         table.add_column("needed")
         table.add_column("exit", justify="right")
         table.add_column("time", justify="right")
+        table.add_column("jail")
         table.add_column("why", overflow="fold", min_width=16)
         for result in checks:
             ok = result.status == "passed"
@@ -428,9 +434,20 @@ class Tui:
                 "required" if result.required else "optional",
                 "-" if result.exit_code is None else str(result.exit_code),
                 f"{result.duration_ms / 1000:.1f}s",
+                Text(result.sandbox or "-", style="" if result.sandbox == "bwrap" else "yellow"),
                 Text("\n".join(check_reason_lines(result, max_lines=3, width=100))),
             )
         return table
+
+
+def _sandbox_summary(report: Report) -> str:
+    """``bwrap (mode auto, no network)``, or ``none: <why>`` for the /status table."""
+    box = report.sandbox
+    if box is None:
+        return "-"
+    net = "network" if box.network else "no network"
+    head = f"{box.runs_as} (mode {box.mode}, {net})"
+    return f"{head}\n{box.reason}" if box.reason else head
 
 
 def run_tui(opts: CommonOptions) -> int:

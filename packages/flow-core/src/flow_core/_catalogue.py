@@ -72,6 +72,8 @@ _FLOW_CODES: dict[str, str] = {
     "check_error": "the check could not be started (permission, exec format, ...)",
     "check_executable_changed": "the check's executable is not the file that was there when "
     "the config was loaded (replaced or re-linked); review it, then start Flow again",
+    "sandbox_unavailable": 'sandbox.mode = "bwrap" but bubblewrap cannot run here; install the '
+    'bubblewrap package, or set sandbox.mode = "auto" to run checks unjailed with a warning',
     # model tools (tools/_toolbox.py)
     "tool_unknown": "the model called a tool its role does not have",
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
@@ -180,6 +182,7 @@ _USAGE: Final = frozenset(
         "preflight_workspace_missing",
         "run_not_found",
         "run_store_unusable",
+        "sandbox_unavailable",
         "usage_error",
     }
 )

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 CheckKind = Literal["test", "lint", "typecheck", "diagnostics", "build", "check"]
 CheckStatus = Literal["passed", "failed", "timeout", "missing", "refused", "interrupted", "error"]
 ReportKind = Literal["status", "check", "run"]
+SandboxKind = Literal["bwrap", "none"]
 ReportStatus = Literal[
     "ok",  # status report
     "passed",  # check: every selected check passed
@@ -64,6 +65,25 @@ class CheckResult(_Model):
     duration_ms: float = 0.0
     output_tail: str = Field(default="", description="last bytes of stdout+stderr, capped")
     error: ErrorInfo | None = None
+    sandbox: SandboxKind | None = Field(
+        default=None,
+        description='how the check ran: "bwrap" (jailed) or "none"; null when it never started',
+    )
+    sandbox_reason: str | None = Field(
+        default=None, description='why it ran with sandbox "none", or what the jail lacked'
+    )
+
+
+class SandboxStatus(_Model):
+    """Whether named checks run jailed on this machine (the operator's ``[sandbox]``)."""
+
+    mode: Literal["auto", "bwrap", "off"]
+    usable: bool = Field(description="bubblewrap ran a probe command successfully")
+    runs_as: SandboxKind = Field(description="what the next check will run under")
+    network: bool = Field(description="whether a jailed check may use the network")
+    reason: str | None = Field(
+        default=None, description="why bubblewrap is unusable, or a warning about the jail"
+    )
 
 
 class CoverageEntry(_Model):
@@ -206,6 +226,9 @@ class Report(_Model):
         default_factory=list,
         description="status: setup problems that would stop a run from being verified "
         "(preflight_* codes)",
+    )
+    sandbox: SandboxStatus | None = Field(
+        default=None, description="how named checks are jailed ([sandbox] in the operator config)"
     )
     timings: Timings = Field(default_factory=Timings)
     run_id: str | None = Field(

@@ -37,7 +37,7 @@ __all__ = ["MAX_CONFIG_BYTES", "load_config", "user_config_path"]
 #: Largest operator config file read, in bytes.
 MAX_CONFIG_BYTES = 1_000_000
 
-_TABLES = ("ollama", "openai", "models", "agent", "checks", "runs")
+_TABLES = ("ollama", "openai", "models", "agent", "checks", "runs", "sandbox")
 #: Root keys: TOML puts a key written after a [table] header into that table.
 _ROOT_KEYS = ("workspace_dir", "backend")
 

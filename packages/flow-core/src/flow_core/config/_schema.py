@@ -35,6 +35,7 @@ from flow_core._report import CheckKind
 from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
 from flow_core.config._runs import RunsConfig
+from flow_core.config._sandbox import SandboxConfig
 
 __all__ = [
     "DEFAULT_PROTECTED",
@@ -227,8 +228,9 @@ class FlowConfig(BaseModel):
         workspace_dir: absolute path of an existing directory, written as a root key before any
             table (``docs/architecture.md``, "Config").
         backend: ``"ollama"`` (default) or ``"openai"``.
-        ollama / openai / models / agent / runs: the tables of the same names (``runs``:
-            ``flow_core.config.RunsConfig``, the run store and isolation).
+        ollama / openai / models / agent / runs / sandbox: the tables of the same names
+            (``runs``: ``flow_core.config.RunsConfig``, the run store and isolation;
+            ``sandbox``: ``flow_core.config._sandbox.SandboxConfig``, the check jail).
         checks: named checks, ``[checks.NAME]``; names are letters, digits, ``_ . -``.
         protected: workspace-relative paths the file tools may read but never write: always
             ``DEFAULT_PROTECTED`` (files that launch MCP servers or agent hooks), the checks'
@@ -250,6 +252,7 @@ class FlowConfig(BaseModel):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     runs: RunsConfig = Field(default_factory=RunsConfig)
     checks: dict[str, CheckConfig] = Field(default_factory=dict)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     protected: tuple[str, ...] = DEFAULT_PROTECTED
 
     @field_validator("workspace_dir", mode="before")

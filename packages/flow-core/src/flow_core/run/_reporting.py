@@ -15,6 +15,7 @@ from flow_core._report import (
     GateConditions,
     Report,
     ReportStatus,
+    SandboxStatus,
     Timings,
     Verification,
 )
@@ -70,7 +71,15 @@ def status_report(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) 
         config_sources=list(sources),
         models={role: config.model_for(role) for role in ROLES},
         configured_checks=check_specs(config),
+        sandbox=_sandbox(config),
     )
+
+
+def _sandbox(config: FlowConfig) -> SandboxStatus:
+    """How checks are jailed here (imported on use: cold start stays small)."""
+    from flow_core.verify._sandbox import sandbox_status
+
+    return sandbox_status(config.sandbox)
 
 
 def build_report(
@@ -126,6 +135,7 @@ def build_report(
         if is_run
         else None,
         errors=list(state.errors),
+        sandbox=_sandbox(config),
         timings=Timings(
             total_ms=total,
             model_ms=state.model_ms,

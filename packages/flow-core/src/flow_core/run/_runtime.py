@@ -104,7 +104,10 @@ class Runtime:
     # -- public API -----------------------------------------------------------------------------
 
     def status(self) -> Report:
-        """Describe the configuration: no model request, no command, no httpx import.
+        """Describe the configuration: no model request, no project command, no httpx import.
+
+        The only process it may start is the bubblewrap probe (``bwrap ... true``, once per
+        process) behind ``Report.sandbox``.
 
         Returns:
             A report of kind ``"status"``, status ``"ok"`` (the configuration loaded); ``ok``
@@ -133,6 +136,8 @@ class Runtime:
         Raises:
             NotTrustedError: without ``trusted`` (named checks execute project code).
             UnknownCheckError: ``name`` is not configured.
+            ConfigError: ``sandbox_unavailable``: ``[sandbox] mode = "bwrap"`` without a
+                usable bubblewrap.
         """
         if not self.trusted:
             raise NotTrustedError(
@@ -145,6 +150,9 @@ class Runtime:
                 f"no check named {name!r} in the operator config (configured: {known}); "
                 "fix: add [checks." + name + "] to the operator file or use a configured name"
             )
+        from flow_core.verify._sandbox import require_sandbox
+
+        require_sandbox(self.config.sandbox)
         state = self._state = self._new_state()
         names = [name] if name is not None else list(self.config.checks)
         status: ReportStatus
@@ -240,6 +248,10 @@ class Runtime:
         try:
             from flow_core.run._cycle import RunDriver
 
+            if self.trusted:
+                from flow_core.verify._sandbox import require_sandbox
+
+                require_sandbox(self.config.sandbox)  # before any model time is spent
             self._get_workspace()
             status = RunDriver(
                 config=self.config,
@@ -383,6 +395,8 @@ class Runtime:
             editor=self._editor,
             owner=self,
             should_stop=lambda: state.stop,
+            sandbox=self.config.sandbox,
+            protected=self.config.protected,
         )
         state.journal.check(result, cycle)
         state.checks_ms += result.duration_ms

@@ -24,18 +24,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flow_core._errors import EditorError
+from flow_core._errors import ConfigError, EditorError
 from flow_core._protocols import EditorBridge
 from flow_core._report import CheckResult, ErrorInfo
 from flow_core.config import executable_identity
+from flow_core.verify._sandbox import Jail, prepare_jail
 
 if TYPE_CHECKING:
     from flow_core.config import CheckConfig
+    from flow_core.config._sandbox import SandboxConfig
 
 __all__ = [
     "GRACE_S",
@@ -63,6 +65,8 @@ class _Live:
     pgid: int
     owner: object
     interrupted: bool = False
+    #: pidfd of bubblewrap's pid 1 (its pid namespace ends when it does), or -1.
+    ns_pidfd: int = -1
 
 
 # pid -> entry. Plain dict operations only (no lock): kill_all_process_groups may run inside a
@@ -193,6 +197,7 @@ def _result(
     tail: bytes = b"",
     code: str | None = None,
     message: str = "",
+    jail: Jail | None = None,
 ) -> CheckResult:
     return CheckResult(
         name=name,
@@ -204,6 +209,8 @@ def _result(
         duration_ms=(time.perf_counter() - started) * 1000.0,
         output_tail=tail[-OUTPUT_TAIL_BYTES:].decode("utf-8", errors="replace"),
         error=ErrorInfo(code=code, message=message) if code else None,
+        sandbox=jail.kind if jail is not None else None,
+        sandbox_reason=jail.reason if jail is not None else None,
     )
 
 
@@ -215,6 +222,8 @@ def run_check(
     editor: EditorBridge | None = None,
     owner: object | None = None,
     should_stop: Callable[[], bool] | None = None,
+    sandbox: SandboxConfig | None = None,
+    protected: Sequence[str] = (),
 ) -> CheckResult:
     """Run one named check and return its result; never raises for the check's own outcome.
 
@@ -228,12 +237,17 @@ def run_check(
         owner: tag for :func:`kill_all_process_groups` (the Runtime running it).
         should_stop: polled while waiting; when it returns True the group is terminated and the
             result is ``"interrupted"``.
+        sandbox: ``[sandbox]``: the jail the check runs in (``flow_core.verify._sandbox``);
+            None runs it unjailed with Flow's environment, like ``mode = "off"``.
+        protected: workspace-relative paths bound read-only inside the jail (besides
+            ``.git``): ``FlowConfig.protected``.
 
     Returns:
         A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
         ``timeout`` (``check_timeout``), ``missing`` (``check_missing``), ``refused``
-        (``check_refused``), ``interrupted`` (``check_interrupted``) or ``error``
-        (``check_error``). ``duration_ms`` is wall time in milliseconds.
+        (``check_refused``, ``sandbox_unavailable``), ``interrupted`` (``check_interrupted``)
+        or ``error`` (``check_error``). ``duration_ms`` is wall time in milliseconds;
+        ``sandbox`` says how it ran.
 
     Raises:
         KeyboardInterrupt: re-raised after the process group was killed and reaped.
@@ -283,17 +297,45 @@ def run_check(
             message=f"executable {check.executable!r} is not the file that was there when the "
             "config was loaded; fix: review it, then start Flow again to approve it",
         )
+    try:
+        jail = prepare_jail(
+            check.executable, check.cmd, sandbox, workspace=cwd, protected=protected
+        )
+    except ConfigError as err:
+        return _result(name, check, "refused", started=started, code=err.code, message=err.message)
+    try:
+        return _start_and_wait(
+            name, check, jail, started=started, cwd=cwd, owner=owner, should_stop=should_stop
+        )
+    finally:
+        jail.close()
+
+
+def _start_and_wait(
+    name: str,
+    check: CheckConfig,
+    jail: Jail,
+    *,
+    started: float,
+    cwd: str | Path,
+    owner: object | None,
+    should_stop: Callable[[], bool] | None,
+) -> CheckResult:
+    """Start the (jailed) check, wait for it, end every process it left; see ``run_check``."""
     proc: subprocess.Popen[bytes] | None = None
     try:
         proc = subprocess.Popen(
-            list(check.cmd),
-            executable=check.executable,
+            jail.argv,
+            executable=jail.executable,
             cwd=cwd,
+            env=jail.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            pass_fds=jail.pass_fds,
+            preexec_fn=jail.preexec,  # noqa: PLW1509 - only setrlimit and one write
         )
         entry = _Live(proc=proc, pgid=proc.pid, owner=owner)
         _LIVE[proc.pid] = entry
@@ -314,6 +356,7 @@ def run_check(
                 check,
                 "missing",
                 started=started,
+                jail=jail,
                 code="check_missing",
                 message=f"executable {check.executable!r} is gone: {err.strerror}",
             )
@@ -322,10 +365,12 @@ def run_check(
             check,
             "error",
             started=started,
+            jail=jail,
             code="check_error",
             message=f"could not start {check.cmd[0]!r}: {err.strerror or err}",
         )
     try:
+        entry.ns_pidfd = _pidfd(jail.started())
         tail, timed_out = _pump(entry, check.timeout / 1000.0, should_stop)
     except BaseException:
         entry.interrupted = True
@@ -339,6 +384,7 @@ def run_check(
             check,
             "interrupted",
             started=started,
+            jail=jail,
             exit_code=proc.returncode,
             tail=tail,
             code="check_interrupted",
@@ -350,6 +396,7 @@ def run_check(
             check,
             "timeout",
             started=started,
+            jail=jail,
             exit_code=proc.returncode,
             tail=tail,
             code="check_timeout",
@@ -366,12 +413,13 @@ def run_check(
             check,
             "failed",
             started=started,
+            jail=jail,
             exit_code=proc.returncode,
             tail=tail,
             code="check_failed",
             message=f"check {name!r} exited with status {proc.returncode}",
         )
-    return _result(name, check, "passed", started=started, exit_code=0, tail=tail)
+    return _result(name, check, "passed", started=started, exit_code=0, tail=tail, jail=jail)
 
 
 def _pump(
@@ -469,6 +517,36 @@ def _drain(fd: int) -> bytes:
     return bytes(out[-OUTPUT_TAIL_BYTES:])
 
 
+def _pidfd(pid: int | None) -> int:
+    """A pidfd for ``pid`` (bubblewrap's pid 1), or -1 where there is none."""
+    if pid is None or not _HAVE_PIDFD:
+        return -1
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return -1
+
+
+def _end_namespace(entry: _Live) -> None:
+    """Kill bubblewrap's pid 1 and wait (bounded) until it, and so its namespace, is gone.
+
+    The kernel ends every process of a pid namespace before its pid 1 exits, so once the
+    pidfd is readable no process the check started is left (``pid_namespaces(7)``).
+    """
+    fd, entry.ns_pidfd = entry.ns_pidfd, -1
+    if fd < 0:
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(0):
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            poller.poll(2000)
+    finally:
+        os.close(fd)
+
+
 def _close_and_reap(entry: _Live) -> None:
     """Close the pipe, reap the leader, forget the group; wait until no member is alive."""
     proc = entry.proc
@@ -478,6 +556,7 @@ def _close_and_reap(entry: _Live) -> None:
         proc.wait()
     finally:
         _LIVE.pop(proc.pid, None)
+        _end_namespace(entry)
     if entry.interrupted or sys.platform.startswith("linux"):
         # SIGKILL is asynchronous: wait (bounded) until the kernel has really ended the group.
         deadline = time.monotonic() + 2.0

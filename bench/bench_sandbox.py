@@ -1,0 +1,124 @@
+"""The check jail's cost, measured side by side in one process; prints one JSON object.
+
+Two checks, each run bare (``[sandbox] mode = "off"``) and jailed (the default ``[sandbox]``:
+bubblewrap, clean environment, limits, a ``pids`` cgroup where one can be made), interleaved
+round by round through the real ``run_check``; medians in milliseconds:
+
+1. ``true``: the fixed cost of a jail per check;
+2. a small real pytest suite (40 tests in 4 files): the cost on a typical test check.
+
+The jailed runs are also repeated without the ``pids`` cgroup, to show what that part costs.
+
+Targets (issue 11): <= +15 ms per check; <= 1.1x on the pytest suite.
+
+Run: ``python bench/bench_sandbox.py`` (or ``nox -s bench``). Without a usable bubblewrap it
+prints ``{"skipped": "<why>"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from flow_core import FlowConfig
+from flow_core.verify import _sandbox
+from flow_core.verify._checks import run_check
+from flow_core.verify._sandbox import probe_bwrap
+
+TRUE_ROUNDS = 40
+PYTEST_ROUNDS = 8
+
+
+def _suite(ws: Path) -> None:
+    for f in range(4):
+        body = "\n".join(
+            f"def test_{f}_{i}():\n    assert sum(range({i})) == {i * (i - 1) // 2}\n"
+            for i in range(10)
+        )
+        (ws / f"test_mod{f}.py").write_text(body)
+
+
+def _config(ws: Path, argv: list[str], mode: str) -> FlowConfig:
+    return FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"c": {"cmd": argv, "timeout": 120_000}},
+            "sandbox": {"mode": mode},
+        }
+    )
+
+
+def _once(cfg: FlowConfig) -> float:
+    started = time.perf_counter()
+    result = run_check(
+        "c", cfg.checks["c"], cwd=cfg.workspace_dir, sandbox=cfg.sandbox, protected=cfg.protected
+    )
+    took = (time.perf_counter() - started) * 1000.0
+    if result.status != "passed":
+        raise SystemExit(f"bench check failed ({result.sandbox}): {result.output_tail[-500:]}")
+    return took
+
+
+def _measure(ws: Path, argv: list[str], rounds: int) -> dict[str, Any]:
+    bare, jailed = _config(ws, argv, "off"), _config(ws, argv, "auto")
+    real_parent = _sandbox._pids_cgroup_parent
+    samples: dict[str, list[float]] = {"bare": [], "jailed": [], "jailed_no_cgroup": []}
+    _once(bare), _once(jailed)  # warm caches (and the bubblewrap probe)
+    for _ in range(rounds):
+        samples["bare"].append(_once(bare))
+        samples["jailed"].append(_once(jailed))
+        _sandbox._pids_cgroup_parent = lambda: (None, "disabled for the benchmark")
+        try:
+            samples["jailed_no_cgroup"].append(_once(jailed))
+        finally:
+            _sandbox._pids_cgroup_parent = real_parent
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {
+        "bare_ms": round(med["bare"], 2),
+        "jailed_ms": round(med["jailed"], 2),
+        "jailed_no_cgroup_ms": round(med["jailed_no_cgroup"], 2),
+        "overhead_ms": round(med["jailed"] - med["bare"], 2),
+        "ratio": round(med["jailed"] / med["bare"], 3),
+        "rounds": rounds,
+    }
+
+
+def main() -> int:
+    probe = probe_bwrap()
+    if not probe.usable:
+        print(json.dumps({"bench": "sandbox", "skipped": probe.reason}))
+        return 0
+    ws = Path(tempfile.mkdtemp(prefix="flow-bench-sandbox-"))
+    try:
+        _suite(ws)
+        true = shutil.which("true") or "/bin/true"
+        pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        cfg = _config(ws, [true], "auto")
+        probe_result = run_check(
+            "c", cfg.checks["c"], cwd=ws, sandbox=cfg.sandbox, protected=cfg.protected
+        )
+        result: dict[str, Any] = {
+            "bench": "sandbox",
+            "jail": probe_result.sandbox,
+            "jail_note": probe_result.sandbox_reason,
+            "true": _measure(ws, [true], TRUE_ROUNDS),
+            "pytest_40_tests": _measure(ws, pytest_argv, PYTEST_ROUNDS),
+        }
+        result["targets"] = {
+            "true_overhead_ms<=15": result["true"]["overhead_ms"] <= 15,
+            "pytest_ratio<=1.1": result["pytest_40_tests"]["ratio"] <= 1.1,
+        }
+        print(json.dumps(result))
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

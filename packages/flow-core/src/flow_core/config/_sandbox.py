@@ -1,0 +1,117 @@
+"""``[sandbox]``: how named checks are jailed (bubblewrap, a clean environment, limits).
+
+A check's argv is fixed by the operator, but what it runs is workspace code the model may just
+have written, so Flow runs every check in a jail by default. The jail itself is built by
+``flow_core.verify._sandbox``; this module only holds the operator's settings.
+
+Example (every key optional; these are the defaults)::
+
+    [sandbox]
+    mode = "auto"            # "auto" | "bwrap" | "off"
+    network = false
+    env = ["PATH", "LANG", "LC_*", "TERM", "TZ"]
+    readable = []            # extra absolute host paths made visible read-only
+    file_size_mib = 128
+    address_space_mib = 8192
+    open_files = 1024
+    processes = 512
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+__all__ = ["DEFAULT_SANDBOX_ENV", "SandboxConfig", "SandboxMode"]
+
+SandboxMode = Literal["auto", "bwrap", "off"]
+
+#: Environment variables a jailed check receives by default (``*`` matches any suffix).
+DEFAULT_SANDBOX_ENV: tuple[str, ...] = ("PATH", "LANG", "LC_*", "TERM", "TZ")
+
+_ENV_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
+
+
+class SandboxConfig(BaseModel):
+    """``[sandbox]``: the jail every named check runs in.
+
+    Attributes:
+        mode: ``"auto"`` (default): bubblewrap when ``bwrap`` is usable on this machine, else
+            the check runs unjailed (still with the clean environment, private ``HOME`` and
+            limits) and every report says so; ``"bwrap"``: refuse to run checks when
+            bubblewrap is unusable (``sandbox_unavailable``, CLI exit 2); ``"off"``: no jail,
+            no environment filtering, no limits (the check inherits Flow's environment).
+        network: when false (default) the jail has its own network namespace with only a
+            loopback interface: nothing outside it, not even the host's 127.0.0.1, is
+            reachable.
+        env: names of the environment variables passed through from Flow's environment; a
+            trailing ``*`` matches any suffix (``LC_*``). ``HOME`` is always an empty private
+            directory and ``TMPDIR`` is unset or ``/tmp``; every other variable is dropped.
+        readable: absolute host paths made visible read-only inside the jail in addition to
+            what Flow exposes itself (needed only for files under a home directory or
+            ``/tmp``, which the jail hides, that a check reads: a tool's own config, a source
+            tree an editable install points at).
+        file_size_mib: largest file a check may write, in MiB (``RLIMIT_FSIZE``).
+        address_space_mib: virtual memory per process, in MiB (``RLIMIT_AS``).
+        open_files: open file descriptors per process (``RLIMIT_NOFILE``).
+        processes: processes and threads alive at once in the jail (a ``pids`` cgroup, which
+            also binds root; see the flow-core README for where it cannot be created).
+
+    Core dumps are always disabled (``RLIMIT_CORE = 0``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    mode: SandboxMode = "auto"
+    network: bool = False
+    env: tuple[str, ...] = DEFAULT_SANDBOX_ENV
+    readable: tuple[str, ...] = ()
+    file_size_mib: int = Field(default=128, ge=1)
+    address_space_mib: int = Field(default=8192, ge=256)
+    open_files: int = Field(default=1024, ge=64)
+    processes: int = Field(default=512, ge=16)
+
+    @field_validator("env", "readable", mode="before")
+    @classmethod
+    def _list_to_tuple(cls, v: Any) -> Any:
+        # TOML arrays arrive as lists; strict mode would refuse them for a tuple.
+        return tuple(v) if isinstance(v, list) else v
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for i, name in enumerate(v):
+            if not _ENV_PATTERN.fullmatch(name):
+                raise PydanticCustomError(
+                    "env_name",
+                    "env[{index}] = {name} is not a variable name (letters, digits, '_', "
+                    "optionally ending in '*')",
+                    {"index": i, "name": repr(name)},
+                )
+            if name in ("HOME", "TMPDIR"):
+                raise PydanticCustomError(
+                    "env_name",
+                    "env[{index}] = {name}: Flow sets this variable itself inside the jail",
+                    {"index": i, "name": repr(name)},
+                )
+        return v
+
+    @field_validator("readable")
+    @classmethod
+    def _absolute(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for i, path in enumerate(v):
+            if not os.path.isabs(path) or "\x00" in path:
+                raise PydanticCustomError(
+                    "readable_path",
+                    "readable[{index}] = {path} is not an absolute path",
+                    {"index": i, "path": repr(path)},
+                )
+        return tuple(os.path.normpath(p) for p in v)
+
+    def passes(self, name: str) -> bool:
+        """Whether the environment variable ``name`` is passed into the jail."""
+        return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in self.env)

@@ -1,0 +1,423 @@
+"""The jail a named check runs in: bubblewrap, a clean environment, resource limits.
+
+A check's argv is the operator's, but what it executes is workspace code the model may just
+have written (a test file, a conftest, a build script). ``prepare_jail`` turns one check into
+what ``run_check`` starts, according to ``[sandbox]`` (``flow_core.config._sandbox``):
+
+``bwrap`` (bubblewrap, https://github.com/containers/bubblewrap), mounts applied in order:
+
+1. ``--ro-bind / /``: the whole host filesystem, read-only;
+2. ``--dev /dev``, ``--proc /proc`` (the jail's own pid namespace), ``--tmpfs /tmp`` and
+   ``--tmpfs /run`` (private, empty), then a ``--tmpfs`` over every home directory (``$HOME``
+   and the user's home from the password database): nothing of ``~/.ssh``, ``~/.aws`` or
+   ``~/.config`` is readable;
+3. ``--ro-bind`` back the paths the check needs from those hidden places: the executable's
+   virtualenv and the Python it was made from, ``bin/`` and ``lib*/`` of the prefix an
+   executable lives in, a script's ``#!`` interpreter, ``PATH`` entries, and
+   ``sandbox.readable``;
+4. ``--bind`` the workspace read-write (after ``--tmpfs /tmp``, so a workspace under ``/tmp``
+   stays visible), then ``--ro-bind`` over it ``.git`` and every protected path (operator
+   config, the checks' programs and virtualenvs, launcher files) that exists.
+
+Namespaces: ``--unshare-pid --unshare-ipc --unshare-uts``, and ``--unshare-net`` unless
+``sandbox.network``; ``--die-with-parent`` and ``--new-session``. The check's process group
+is bubblewrap's; when it is killed, bubblewrap's pid 1 dies with it and the kernel ends every
+process of the pid namespace, so no double-forked daemon survives.
+
+Limits (``setrlimit`` in the child before ``exec``): ``RLIMIT_CORE`` 0, ``RLIMIT_FSIZE``,
+``RLIMIT_AS``, ``RLIMIT_NOFILE``. The process count uses a ``pids`` cgroup (cgroup v1 ``pids``
+hierarchy, or the root of a cgroup v2 hierarchy with ``pids`` enabled), because
+``RLIMIT_NPROC`` is not enforced for root; where no such cgroup can be created the result
+says so in ``sandbox_reason``.
+
+The environment is rebuilt from ``sandbox.env`` (default ``PATH LANG LC_* TERM TZ``), with
+``HOME`` an empty private directory. ``mode = "auto"`` without a usable bubblewrap still
+applies the environment, the private ``HOME`` (a temporary directory) and the limits, and
+reports ``sandbox: "none"`` with the reason. ``mode = "off"`` applies nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import select
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flow_core._errors import ConfigError
+from flow_core._report import SandboxKind, SandboxStatus
+from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify._jail_argv import JAIL_HOME, TMP, bwrap_argv, jail_flags
+
+__all__ = [
+    "BWRAP_PACKAGE",
+    "Jail",
+    "Probe",
+    "prepare_jail",
+    "probe_bwrap",
+    "require_sandbox",
+    "sandbox_status",
+]
+
+#: The Debian/Ubuntu (and Fedora, Arch) package that provides ``bwrap``.
+BWRAP_PACKAGE = "bubblewrap"
+#: Seconds the probe command may take.
+_PROBE_TIMEOUT_S = 10.0
+#: Seconds to wait for bubblewrap's ``--info-fd`` report after it started.
+_INFO_TIMEOUT_S = 5.0
+#: The private bytecode cache (``PYTHONPYCACHEPREFIX``), on the jail's own tmpfs too.
+_JAIL_PYCACHE = "/tmp/.flow-pycache"  # noqa: S108 - inside the jail
+_PIDS_V1 = "/sys/fs/cgroup/pids"
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Whether bubblewrap can start a jail here: ``bwrap`` is its path when usable."""
+
+    usable: bool
+    bwrap: str | None
+    reason: str | None
+
+
+_PROBES: dict[str, Probe] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def probe_bwrap(path_env: str | None = None) -> Probe:
+    """Find ``bwrap`` on ``PATH`` and run ``true`` in a jail like a check's (once per path).
+
+    Args:
+        path_env: the ``PATH`` to search (default: Flow's own).
+
+    Returns:
+        A ``Probe``; ``reason`` names what failed and the package to install. Never raises.
+    """
+    search = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
+    exe = shutil.which("bwrap", path=search)
+    if exe is None:
+        return Probe(
+            False,
+            None,
+            f"bwrap was not found on PATH; install the {BWRAP_PACKAGE!r} package "
+            f"(apt-get install {BWRAP_PACKAGE})",
+        )
+    exe = os.path.abspath(exe)
+    with _PROBE_LOCK:
+        if exe in _PROBES:
+            return _PROBES[exe]
+        true = shutil.which("true", path=search) or "/bin/true"
+        argv = [exe, *jail_flags(False), "--ro-bind", "/", "/", "--dev", "/dev"]
+        argv += ["--proc", "/proc", "--tmpfs", TMP, "--", true]
+        try:
+            done = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=False,
+                env={"PATH": search},
+            )
+        except (OSError, subprocess.SubprocessError) as err:
+            probe = Probe(False, None, f"{exe} could not be run: {err}")
+        else:
+            if done.returncode == 0:
+                probe = Probe(True, exe, None)
+            else:
+                said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+                probe = Probe(
+                    False,
+                    None,
+                    f"{exe} cannot create a jail here (exit {done.returncode}: "
+                    f"{said[-1] if said else 'no message'}); user or mount namespaces may be "
+                    "disabled (e.g. in a container without CAP_SYS_ADMIN)",
+                )
+        _PROBES[exe] = probe
+        return probe
+
+
+def _pids_cgroup_parent() -> tuple[str | None, str]:
+    """The cgroup directory under which a ``pids`` child can be made, or why there is none."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError as err:
+        return None, f"/proc/self/cgroup unreadable ({err.strerror})"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            parent = os.path.normpath(_PIDS_V1 + path)
+            if os.access(parent, os.W_OK):
+                return parent, ""
+            return None, f"{parent} is not writable"
+    unified = "/sys/fs/cgroup"
+    for line in lines:
+        if line.startswith("0::") and line[3:] == "/":
+            try:
+                enabled = Path(unified, "cgroup.subtree_control").read_text().split()
+            except OSError:
+                break
+            if "pids" in enabled and os.access(unified, os.W_OK):
+                return unified, ""
+    return None, "no writable pids cgroup (cgroup v1 pids hierarchy or a cgroup v2 root)"
+
+
+@dataclass
+class Jail:
+    """What ``run_check`` starts for one check, and what it cleans up afterwards.
+
+    Attributes:
+        kind: ``"bwrap"`` or ``"none"`` (reported as ``CheckResult.sandbox``).
+        reason: why ``"none"``, or what the jail lacks (``CheckResult.sandbox_reason``).
+        argv / executable / env: for ``subprocess.Popen`` (``env`` None: Flow's own).
+        preexec: runs in the child before ``exec`` (limits, cgroup), or None.
+        pass_fds: descriptors the child keeps (bubblewrap's ``--info-fd``).
+        info_fd: read end of the ``--info-fd`` pipe, or -1.
+    """
+
+    kind: SandboxKind
+    reason: str | None
+    argv: list[str]
+    executable: str
+    env: dict[str, str] | None = None
+    preexec: Callable[[], None] | None = None
+    pass_fds: tuple[int, ...] = ()
+    info_fd: int = -1
+    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def started(self) -> int | None:
+        """After ``Popen``: close the child's ends; return the jail's pid 1 (host pid) or None.
+
+        Waits at most ``_INFO_TIMEOUT_S`` for bubblewrap's ``--info-fd`` JSON.
+        """
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+        if self.info_fd < 0:
+            return None
+        data = b""
+        poller = select.poll()
+        poller.register(self.info_fd, select.POLLIN)
+        try:
+            while b"}" not in data and poller.poll(int(_INFO_TIMEOUT_S * 1000)):
+                chunk = os.read(self.info_fd, 4096)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(self.info_fd)
+            self.info_fd = -1
+        try:
+            pid = json.loads(data.decode()).get("child-pid")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            return None
+        return pid if isinstance(pid, int) and pid > 0 else None
+
+    def close(self) -> None:
+        """Release what the jail held (pipes, private HOME, cgroup); never raises."""
+        for fd in (*self.pass_fds, self.info_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pass_fds, self.info_fd = (), -1
+        while self._cleanups:
+            with contextlib.suppress(Exception):
+                self._cleanups.pop()()
+
+
+def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxStatus:
+    """What ``flow status`` reports under ``sandbox`` (runs the bubblewrap probe once)."""
+    probe = probe_bwrap(path_env)
+    runs_as: SandboxKind = "bwrap" if probe.usable and cfg.mode != "off" else "none"
+    reason = probe.reason
+    if cfg.mode == "off":
+        reason = 'sandbox.mode = "off": checks run unjailed with Flow\'s whole environment'
+    elif not probe.usable and cfg.mode == "auto":
+        reason = f"warning: checks run without a jail: {probe.reason}"
+    elif not probe.usable:
+        reason = f'sandbox.mode = "bwrap" but {probe.reason}; checks are refused'
+    else:
+        parent, why = _pids_cgroup_parent()
+        if parent is None:
+            reason = "process count not enforced: " + why
+    return SandboxStatus(
+        mode=cfg.mode, usable=probe.usable, runs_as=runs_as, network=cfg.network, reason=reason
+    )
+
+
+def require_sandbox(cfg: SandboxConfig, path_env: str | None = None) -> None:
+    """Raise when ``mode = "bwrap"`` and bubblewrap is unusable.
+
+    Raises:
+        ConfigError: code ``sandbox_unavailable``; the message names the package to install.
+    """
+    if cfg.mode != "bwrap":
+        return
+    probe = probe_bwrap(path_env)
+    if not probe.usable:
+        raise ConfigError(
+            f'sandbox.mode = "bwrap" but {probe.reason}; fix: install the {BWRAP_PACKAGE!r} '
+            'package, or set sandbox.mode = "auto" to run checks unjailed when it is missing',
+            code="sandbox_unavailable",
+        )
+
+
+def _limits(cfg: SandboxConfig, cgroup_procs: int) -> Callable[[], None]:
+    """A ``preexec_fn``: join the cgroup, then set the rlimits (values computed here)."""
+    wanted = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_FSIZE, cfg.file_size_mib * _MIB),
+        (resource.RLIMIT_AS, cfg.address_space_mib * _MIB),
+        (resource.RLIMIT_NOFILE, cfg.open_files),
+    ]
+    pairs: list[tuple[int, int]] = []
+    for res, value in wanted:
+        hard = resource.getrlimit(res)[1]
+        pairs.append((res, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+
+    def preexec() -> None:  # pragma: no cover - runs in the forked child
+        if cgroup_procs >= 0:
+            os.write(cgroup_procs, str(os.getpid()).encode())
+        for res, value in pairs:
+            resource.setrlimit(res, (value, value))
+
+    return preexec
+
+
+def _clean_env(
+    cfg: SandboxConfig, environ: Mapping[str, str], home: str, pycache: str
+) -> dict[str, str]:
+    """The passed-through variables, ``HOME``, and a private bytecode cache.
+
+    ``PYTHONPYCACHEPREFIX`` (unless passed through) points at a directory that is new for
+    every check: Python validates its cache by source mtime and size only, so a file edited
+    twice within one second to the same size would otherwise run stale bytecode, and the
+    workspace gets no ``__pycache__`` litter.
+    """
+    env = {k: v for k, v in environ.items() if cfg.passes(k)}
+    env["HOME"] = home
+    env.setdefault("PYTHONPYCACHEPREFIX", pycache)
+    return env
+
+
+def prepare_jail(
+    executable: str,
+    argv: Sequence[str],
+    cfg: SandboxConfig | None,
+    *,
+    workspace: str | Path,
+    protected: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Jail:
+    """Build how one check is started. Call ``Jail.close()`` after the check, always.
+
+    Args:
+        executable: the check's resolved executable (absolute path).
+        argv: the check's argv (``argv[0]`` is replaced by ``executable`` inside a jail).
+        cfg: ``[sandbox]``; None behaves as ``mode = "off"`` (library callers that ask for
+            no jail).
+        workspace: the workspace root (bound read-write).
+        protected: workspace-relative paths bound read-only over the workspace.
+        environ: Flow's environment (default ``os.environ``).
+
+    Raises:
+        ConfigError: ``sandbox_unavailable`` when ``mode = "bwrap"`` and bubblewrap is unusable.
+    """
+    env_in = os.environ if environ is None else environ
+    if cfg is None or cfg.mode == "off":
+        why = 'sandbox.mode = "off"' if cfg is not None else "run without a [sandbox] config"
+        return Jail("none", why, list(argv), executable)
+    require_sandbox(cfg, env_in.get("PATH"))
+    probe = probe_bwrap(env_in.get("PATH"))
+    ws = os.path.realpath(workspace)
+    if probe.usable and probe.bwrap is not None:
+        read_fd, write_fd = os.pipe()
+        cmd = bwrap_argv(
+            probe.bwrap,
+            cfg,
+            workspace=ws,
+            protected=protected,
+            argv=[executable, *argv[1:]],
+            environ=env_in,
+            info_fd=write_fd,
+        )
+        jail = Jail(
+            "bwrap",
+            None,
+            cmd,
+            probe.bwrap,
+            env=_clean_env(cfg, env_in, JAIL_HOME, _JAIL_PYCACHE),
+            pass_fds=(write_fd,),
+            info_fd=read_fd,
+        )
+    else:
+        private = tempfile.mkdtemp(prefix="flow-check-")
+        home = os.path.join(private, "home")
+        os.mkdir(home, 0o700)
+        jail = Jail(
+            "none",
+            f"no jail: {probe.reason}; the check ran with a clean environment, a private "
+            "HOME and limits only",
+            list(argv),
+            executable,
+            env=_clean_env(cfg, env_in, home, os.path.join(private, "pycache")),
+        )
+        jail._cleanups.append(lambda: shutil.rmtree(private, ignore_errors=True))
+    try:
+        unenforced = _setup_limits(jail, cfg)
+    except BaseException:
+        jail.close()
+        raise
+    if unenforced is not None:
+        note = f"process count not enforced: {unenforced}"
+        jail.reason = note if jail.reason is None else f"{jail.reason}; {note}"
+    return jail
+
+
+def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
+    """Set ``jail.preexec`` (rlimits, and joining a new ``pids`` cgroup when one can be made).
+
+    Returns:
+        None when the process count is enforced, else why not.
+    """
+    parent, why = _pids_cgroup_parent()
+    fd = -1
+    if parent is not None:
+        try:
+            path = tempfile.mkdtemp(prefix=f"flow-check-{os.getpid()}-", dir=parent)
+        except OSError as err:
+            why = f"could not create a pids cgroup under {parent} ({err.strerror or err})"
+        else:
+            try:
+                Path(path, "pids.max").write_text(str(cfg.processes + 2))
+                fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+            except OSError as err:
+                why = f"could not set up the pids cgroup {path} ({err.strerror or err})"
+            jail._cleanups.append(_remover(path, fd))
+    jail.preexec = _limits(cfg, fd)
+    return None if fd >= 0 else why
+
+
+def _remover(path: str, fd: int) -> Callable[[], None]:
+    def remove() -> None:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        for _ in range(400):  # bounded (2 s): the jail's processes are gone or going
+            try:
+                os.rmdir(path)
+            except FileNotFoundError:
+                return
+            except OSError:
+                threading.Event().wait(0.005)
+            else:
+                return
+
+    return remove

@@ -1,0 +1,364 @@
+"""The check jail (``[sandbox]``): config, the bubblewrap command line, and real jailed checks.
+
+Jailed cases need a usable bubblewrap: they fail when ``CI`` is set and it is missing, and
+skip only on a developer machine without it. The trust gate with real attacks through
+``flow run`` is flow-cli's ``test_trust_gate.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_core import ConfigError, FlowConfig, Runtime
+from flow_core.config._sandbox import SandboxConfig
+from flow_core.models.scripted import ScriptedBackend
+from flow_core.verify._checks import run_check
+from flow_core.verify._sandbox import prepare_jail, probe_bwrap, sandbox_status
+
+PY = sys.executable
+
+
+@pytest.fixture
+def jail_ok() -> None:
+    probe = probe_bwrap()
+    if probe.usable:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"bubblewrap must be usable in CI: {probe.reason}")
+    pytest.skip(f"bubblewrap is unusable here: {probe.reason}")
+
+
+def _config(ws: Path, code: str, **sandbox: Any) -> FlowConfig:
+    data: dict[str, Any] = {
+        "workspace_dir": str(ws),
+        "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 20_000}},
+    }
+    if sandbox:
+        data["sandbox"] = sandbox
+    return FlowConfig.model_validate(data)
+
+
+def _run(cfg: FlowConfig, name: str = "t") -> Any:
+    return run_check(
+        name,
+        cfg.checks[name],
+        cwd=cfg.workspace_dir,
+        sandbox=cfg.sandbox,
+        protected=cfg.protected,
+    )
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+# -- config ------------------------------------------------------------------------------------
+
+
+def test_defaults_jail_without_network() -> None:
+    cfg = SandboxConfig()
+    assert (cfg.mode, cfg.network) == ("auto", False)
+    assert cfg.env == ("PATH", "LANG", "LC_*", "TERM", "TZ")
+    assert cfg.passes("LC_ALL")
+    assert cfg.passes("PATH")
+    assert not cfg.passes("OPENAI_API_KEY")
+    assert not cfg.passes("LCX")
+
+
+def test_sandbox_table_errors_name_the_key(tmp_path: Path, ws: Path) -> None:
+    from flow_core.config import load_config
+
+    op = tmp_path / "op.toml"
+    op.write_text(f'workspace_dir = "{ws}"\n[sandbox]\nmode = "docker"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(config_file=op, environ={"HOME": str(tmp_path)})
+    assert "sandbox.mode" in str(err.value)
+    assert '"bwrap"' in str(err.value)
+    op.write_text(f'workspace_dir = "{ws}"\n[sandbox]\nenv = ["HOME"]\n')
+    with pytest.raises(ConfigError, match=r"sandbox\.env"):
+        load_config(config_file=op, environ={"HOME": str(tmp_path)})
+    op.write_text(f'workspace_dir = "{ws}"\n[sandbox]\nfile_sizes = 3\n')
+    with pytest.raises(ConfigError, match=r"sandbox\.file_sizes: unknown key"):
+        load_config(config_file=op, environ={"HOME": str(tmp_path)})
+    op.write_text(f'workspace_dir = "{ws}"\n[sandbox]\nnetwork = true\nenv = ["PATH", "CI"]\n')
+    cfg = load_config(config_file=op, environ={"HOME": str(tmp_path)}).config
+    assert cfg.sandbox.network is True
+    assert cfg.sandbox.env == ("PATH", "CI")
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_mount_order_keeps_a_workspace_under_tmp_visible(jail_ok: None, ws: Path) -> None:
+    (ws / ".git").mkdir()
+    (ws / ".mcp.json").write_text("{}")
+    jail = prepare_jail(
+        PY, [PY, "-V"], SandboxConfig(), workspace=ws, protected=[".mcp.json"], environ={}
+    )
+    try:
+        argv = jail.argv
+        real = os.path.realpath(ws)
+        tmpfs_tmp = argv.index("/tmp", argv.index("--tmpfs"))
+        bind = argv.index("--bind")
+        assert argv[bind + 1 : bind + 3] == [real, real]
+        assert tmpfs_tmp < bind  # a later --tmpfs /tmp would hide the workspace
+        git = argv.index(os.path.join(real, ".git"))
+        assert argv[git - 1] == "--ro-bind-try"
+        assert git > bind
+        assert os.path.join(real, ".mcp.json") in argv[bind:]
+        for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
+            assert flag in argv
+        assert argv[argv.index("--") + 1 :] == [PY, "-V"]
+    finally:
+        jail.close()
+
+
+def test_network_true_keeps_the_host_network(jail_ok: None, ws: Path) -> None:
+    jail = prepare_jail(PY, [PY], SandboxConfig(network=True), workspace=ws, environ={})
+    try:
+        assert "--unshare-net" not in jail.argv
+    finally:
+        jail.close()
+
+
+# -- real jailed checks ------------------------------------------------------------------------
+
+
+def test_clean_environment_and_empty_private_home(
+    jail_ok: None, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-" + secrets.token_hex(8)
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("LC_TIME", "C")
+    code = (
+        "import os; print(sorted(os.environ)); h = os.environ['HOME']; "
+        "print('HOME', h, os.listdir(h) if os.path.isdir(h) else 'absent'); "
+        "print(os.environ.get('OPENAI_API_KEY'))"
+    )
+    result = _run(_config(ws, code))
+    assert result.status == "passed", result.output_tail
+    assert result.sandbox == "bwrap"
+    assert secret not in result.output_tail
+    assert "'LC_TIME'" in result.output_tail
+    assert "'OPENAI_API_KEY'" not in result.output_tail
+    assert "HOME /tmp/.flow-home []" in result.output_tail
+
+
+def test_host_homes_and_tmp_are_hidden(
+    jail_ok: None, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "decoy-home"
+    (home / ".aws").mkdir(parents=True)
+    (home / ".aws" / "credentials").write_text("decoy")
+    monkeypatch.setenv("HOME", str(home))
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host tmp")
+    code = (
+        f"import os\nfor p in ({str(home / '.aws' / 'credentials')!r}, {str(outside)!r}):\n"
+        "    print(p, os.path.exists(p))\nopen('inside.txt', 'w').write('ok')"
+    )
+    result = _run(_config(ws, code))
+    assert result.status == "passed", result.output_tail
+    assert "credentials False" in result.output_tail
+    assert "outside.txt False" in result.output_tail
+    assert (ws / "inside.txt").read_text() == "ok"  # the workspace (under /tmp) is writable
+
+
+def test_venv_outside_the_workspace_under_tmp(jail_ok: None, ws: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    cfg = FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"t": {"cmd": [str(python), "-c", "import sys; print(sys.prefix)"]}},
+        }
+    )
+    result = _run(cfg)
+    assert result.status == "passed", result.output_tail
+    assert result.output_tail.strip() == str(venv)
+
+
+def test_venv_inside_the_workspace_is_read_only(jail_ok: None, ws: Path) -> None:
+    venv = ws / ".venv"
+    subprocess.run([PY, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    code = "open('.venv/bin/activate', 'a').write('echo owned')"
+    cfg = FlowConfig.model_validate(
+        {"workspace_dir": str(ws), "checks": {"t": {"cmd": [".venv/bin/python", "-c", code]}}}
+    )
+    assert ".venv" in cfg.protected
+    before = (venv / "bin" / "activate").read_text()
+    result = _run(cfg)
+    assert result.status == "failed"
+    assert "Read-only file system" in result.output_tail
+    assert (venv / "bin" / "activate").read_text() == before
+
+
+def test_protected_launcher_file_is_read_only(jail_ok: None, ws: Path) -> None:
+    (ws / ".mcp.json").write_text("{}\n")
+    result = _run(_config(ws, "open('.mcp.json', 'w').write('owned')"))
+    assert result.status == "failed"
+    assert "Read-only file system" in result.output_tail
+    assert (ws / ".mcp.json").read_text() == "{}\n"
+
+
+def test_file_size_limit(jail_ok: None, ws: Path) -> None:
+    code = (
+        "import os\ntry:\n    open('big', 'wb').write(b'x' * (3 * 1024 * 1024))\n"
+        "except OSError as err:\n    print('refused', err.errno)"
+    )
+    result = _run(_config(ws, code, file_size_mib=1))
+    assert "refused 27" in result.output_tail  # EFBIG
+    assert (ws / "big").stat().st_size <= 1024 * 1024
+
+
+def test_process_count_holds_even_for_root(jail_ok: None, ws: Path) -> None:
+    code = (
+        "import os\nr, w = os.pipe()\nn = 0\nfor _ in range(64):\n    try:\n"
+        "        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n"
+        "        os.close(w); os.read(r, 1); os._exit(0)\n    n += 1\nprint('forked', n)"
+    )
+    result = _run(_config(ws, code, processes=16))
+    assert result.sandbox == "bwrap"
+    if result.sandbox_reason and "process count not enforced" in result.sandbox_reason:
+        pytest.skip(result.sandbox_reason)
+    forked = int(result.output_tail.split("forked", 1)[1].split()[0])
+    assert forked < 16
+
+
+def test_no_network_by_default(jail_ok: None, ws: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    code = (
+        "import socket\ntry:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\n"
+        "except OSError as err:\n    print('refused', err)"
+    )
+    try:
+        jailed = _run(_config(ws, code))
+        open_net = _run(_config(ws, code, network=True))
+    finally:
+        server.close()
+    assert "refused" in jailed.output_tail
+    assert "connected" in open_net.output_tail
+
+
+def _pids_with(token: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if token.encode() in fh.read():
+                    found.append(int(entry))
+    return found
+
+
+def test_timeout_kills_the_whole_sandbox(jail_ok: None, ws: Path) -> None:
+    token = "flow-sbx-" + secrets.token_hex(6)
+    code = (
+        "import subprocess, sys, time\n"
+        f"cmd = [sys.executable, '-S', '-c', 'import time; time.sleep(60)', {token!r}]\n"
+        "for _ in range(3):\n"
+        "    subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)\n"
+        "print('started', flush=True)\ntime.sleep(60)"
+    )
+    cfg = FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 3000}},
+        }
+    )
+    try:
+        result = _run(cfg)
+        assert result.status == "timeout"
+        assert "started" in result.output_tail
+        assert _pids_with(token) == []
+    finally:
+        for pid in _pids_with(token):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# -- without a usable bubblewrap ---------------------------------------------------------------
+
+
+@pytest.fixture
+def broken_bwrap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """PATH whose first ``bwrap`` cannot create a jail (as in a locked-down container)."""
+    bin_dir = tmp_path / "fakebin"
+    bin_dir.mkdir()
+    fake = bin_dir / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    monkeypatch.setenv("PATH", path)
+    return path
+
+
+def test_auto_without_bwrap_runs_unjailed_but_clean_and_says_why(
+    broken_bwrap: str, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "decoy-secret")
+    result = _run(_config(ws, "import os; print(os.environ.get('AWS_SECRET_ACCESS_KEY'))"))
+    assert result.status == "passed"
+    assert result.sandbox == "none"
+    assert result.sandbox_reason is not None
+    assert "No permissions to create new namespace" in result.sandbox_reason
+    assert "decoy-secret" not in result.output_tail
+    status = sandbox_status(SandboxConfig())
+    assert (status.usable, status.runs_as) == (False, "none")
+    assert status.reason is not None
+    assert status.reason.startswith("warning:")
+
+
+def test_mode_bwrap_without_bwrap_refuses(broken_bwrap: str, ws: Path) -> None:
+    cfg = _config(ws, "print('ran')", mode="bwrap")
+    result = _run(cfg)
+    assert result.status == "refused"
+    assert result.error is not None
+    assert result.error.code == "sandbox_unavailable"
+    assert "bubblewrap" in result.error.message
+    with pytest.raises(ConfigError) as err:
+        Runtime(cfg, trusted=True, backend=ScriptedBackend([])).check()
+    assert err.value.code == "sandbox_unavailable"
+
+
+def test_mode_off_inherits_everything(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "decoy-secret")
+    result = _run(_config(ws, "import os; print(os.environ['AWS_SECRET_ACCESS_KEY'])", mode="off"))
+    assert (result.sandbox, result.sandbox_reason) == ("none", 'sandbox.mode = "off"')
+    assert "decoy-secret" in result.output_tail
+
+
+def test_status_report_says_whether_the_jail_is_usable(ws: Path) -> None:
+    report = Runtime(_config(ws, "pass")).status()
+    assert report.sandbox is not None
+    assert report.sandbox.mode == "auto"
+    assert report.sandbox.usable is probe_bwrap().usable
+    assert report.sandbox.runs_as == ("bwrap" if probe_bwrap().usable else "none")
+
+
+def test_concurrent_checks_each_get_their_own_jail(jail_ok: None, ws: Path) -> None:
+    cfg = _config(ws, "import os; print(os.getpid())")
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(_run(cfg))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert [r.status for r in results] == ["passed"] * 3
+    assert all(r.output_tail.strip() == "2" for r in results)  # pid 2 in each new namespace
