@@ -89,7 +89,7 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
     else:
         try:
             with Workspace(workspace, protected=tuple(original.protected)) as ws:
-                apply_run(store, store.get(record.id), ws)
+                apply_run(store, store.get(record.id), ws, own_run=True)
             applied = True
         except (StoreError, SafeIOError) as err:
             code = getattr(err, "code", "apply_conflict")

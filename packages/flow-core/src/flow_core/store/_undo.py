@@ -193,19 +193,26 @@ def undo_run(
     return result
 
 
-def apply_run(store: RunStore, info: RunInfo, workspace: Workspace) -> ApplyResult:
+def apply_run(
+    store: RunStore, info: RunInfo, workspace: Workspace, *, own_run: bool = False
+) -> ApplyResult:
     """Apply an isolated run's change to the workspace, as one all-or-nothing patch.
 
     Every file the run changed must still hold, in the workspace, the bytes the run started
     from (SHA-256 of the pre-image); otherwise nothing is written and the patch stays in the
     record.
 
+    Args:
+        own_run: the caller is the process still running that run (``run_isolated`` applying
+            its verified change); anyone else must wait for the run to end.
+
     Raises:
         StoreError: ``apply_refused`` (not an isolated run, or already applied),
             ``apply_conflict`` (the workspace changed meanwhile), ``undo_failed`` (a stored
             image is missing or corrupt) or ``apply_conflict`` after a failed write (put back).
     """
-    _refuse_live(info, "apply")
+    if not own_run:
+        _refuse_live(info, "apply")
     meta = info.meta
     if not meta.get("isolated"):
         raise StoreError(
