@@ -35,10 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from flow_core import (  # the EDITOR_TIMEOUT_* range is flow-core's; re-exported by flow_mcp
+from flow_core import (
     EDITOR_TIMEOUT_DEFAULT,
     EDITOR_TIMEOUT_MAX,
     EDITOR_TIMEOUT_MIN,
+    EXIT_CODES,
     ConfigError,
     EditorBridge,
     FlowError,
@@ -55,9 +56,9 @@ from flow_mcp._session import Session
 from flow_mcp._tools import FlowTools, ProgressRelay
 
 EXIT_OK: Final = 0
-EXIT_FRAME: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_INTERRUPTED: Final = 130
+EXIT_FRAME: Final = 1  # the session was closed after an oversized frame
+EXIT_USAGE: Final = EXIT_CODES["usage"]  # 2: configuration or usage, nothing was served
+EXIT_INTERRUPTED: Final = EXIT_CODES["interrupted"]  # 130: SIGINT or SIGTERM
 
 
 INSTRUCTIONS: Final = (
@@ -78,7 +79,8 @@ class ServerOptions:
         trusted: allow edits and the configured named checks.
         model: a model name that overrides every role.
         nvim_socket: a private Neovim socket for the Rose bridge (needs ``flow-mcp[editor]``).
-        editor_timeout: editor request timeout in seconds, 0.1-660.
+        editor_timeout: editor request timeout in seconds, within flow-core's
+            ``EDITOR_TIMEOUT_MIN``-``EDITOR_TIMEOUT_MAX``.
         max_frame_bytes: the frame size limit in bytes.
     """
 
@@ -140,7 +142,10 @@ def build_parser(prog: str = "flow-mcp") -> argparse.ArgumentParser:
         type=_editor_timeout,
         default=EDITOR_TIMEOUT_DEFAULT,
         metavar="SECONDS",
-        help="editor request timeout, 0.1-660 seconds (default: 120)",
+        help=(
+            f"editor request timeout, {EDITOR_TIMEOUT_MIN:g}-{EDITOR_TIMEOUT_MAX:g} seconds "
+            f"(default: {EDITOR_TIMEOUT_DEFAULT:g})"
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
@@ -410,9 +415,6 @@ def _quietly(what: str, action: Any) -> None:
 
 
 __all__ = [
-    "EDITOR_TIMEOUT_DEFAULT",
-    "EDITOR_TIMEOUT_MAX",
-    "EDITOR_TIMEOUT_MIN",
     "ServerOptions",
     "build_parser",
     "main",

@@ -187,8 +187,10 @@ class RoseBridge:
         Args:
             socket_path: absolute path of Neovim's listening Unix socket (``--nvim``).
             workspace: Flow's workspace root.
-            timeout: the editor request timeout in seconds, 0.1 to 660 (default 120). It
-                bounds connecting and every later request separately.
+            timeout: the editor request timeout in seconds, within flow-core's
+                ``EDITOR_TIMEOUT_MIN``-``EDITOR_TIMEOUT_MAX`` (default
+                ``EDITOR_TIMEOUT_DEFAULT``). It bounds connecting and every later request
+                separately.
 
         Returns:
             A connected bridge. Close it (or use it as a context manager).
