@@ -164,6 +164,16 @@ def test_invalid_arguments_drop_the_call_and_echo_safely(args: Any) -> None:
     json.dumps(echo.arguments, ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
+def test_text_call_holding_a_lone_surrogate_is_not_run() -> None:
+    body = "<function=write_file>\n<parameter=path>\na.md\n</parameter>\n"
+    r = parse(body + "<parameter=content>\nhi \ud83d\n</parameter>\n</function>")
+    assert r.tool_calls == ()
+    assert r.codes == ("invalid_unicode", "text_tool_call", "invalid_arguments")
+    # Negative control: the same call with valid text runs, even next to a bad prose char.
+    ok = parse("note \ud83d\n" + body + "<parameter=content>\nhi\n</parameter>\n</function>")
+    assert [c.arguments for c in ok.tool_calls] == [{"path": "a.md", "content": "hi"}]
+
+
 def test_messages_never_carry_a_huge_name() -> None:
     r = parse("", ToolCall("x", "n" * 100_000, {}))
     assert r.codes == ("unknown_tool",)

@@ -174,3 +174,16 @@ def test_planner_text_with_a_lone_surrogate_is_classified_and_the_next_request_e
     assistant = [m for m in second["messages"] if m["role"] == "assistant"]
     assert assistant[0]["content"] == "Plan: \ufffd fix x"
     assert len(bodies[1]) < 20_000
+
+
+def test_report_with_a_task_holding_a_lone_surrogate_still_serialises(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    # A task from argv with undecodable bytes (surrogateescape) or a JSON "\udcff" escape.
+    backend = ScriptedBackend([PLAN])
+    report = Runtime(flow_config(CHECKS), trusted=False, backend=backend).run("fix \udcff")
+    assert report.task == "fix \udcff"
+    text = report.to_json()
+    text.encode("utf-8")
+    assert json.loads(text)["task"] == "fix \ufffd"
+    assert report.to_dict()["task"] == "fix \ufffd"

@@ -6,9 +6,11 @@ MCP tools' ``outputSchema``. A test keeps the file equal to the model.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticSerializationError
 
 CheckKind = Literal["test", "lint", "typecheck", "diagnostics", "build", "check"]
 CheckStatus = Literal["passed", "failed", "timeout", "missing", "refused", "interrupted", "error"]
@@ -246,12 +248,36 @@ class Report(_Model):
     )
 
     def to_json(self) -> str:
-        """Compact JSON, one line, UTF-8 safe."""
-        return self.model_dump_json()
+        """Compact JSON, one line, UTF-8 safe.
+
+        Text that is not valid Unicode (a lone UTF-16 surrogate, as a task given on a command
+        line with undecodable bytes or in a JSON ``\\ud83d`` escape carries) is written as
+        U+FFFD, so the report always encodes.
+        """
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:
+            return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-compatible dict (what MCP puts in ``structuredContent``)."""
-        return self.model_dump(mode="json")
+        """JSON-compatible dict (what MCP puts in ``structuredContent``); valid Unicode."""
+        data: dict[str, Any] = _valid_unicode(self.model_dump(mode="json"))
+        return data
+
+
+def _valid_unicode(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+        return value
+    if isinstance(value, dict):
+        return {_valid_unicode(k): _valid_unicode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_unicode(v) for v in value]
+    return value
 
 
 def report_json_schema() -> dict[str, Any]:

@@ -185,7 +185,14 @@ def parse_reply(
         issues.append(ReplyIssue("empty_reply", "the reply had neither text nor tool calls"))
         return ParsedReply(text="", tool_calls=(), issues=tuple(issues))
 
-    calls = [c for c in (_usable_call(c, tool_names, cut_off, issues) for c in raw_calls) if c]
+    # Text-form calls from text that held lone surrogates carry U+FFFD where the model wrote
+    # something else: their arguments are not what the model meant, so they are not run.
+    tainted = {c.id for c in raw_calls if bad is not None and not response.tool_calls}
+    calls = [
+        c
+        for c in (_usable_call(c, tool_names, cut_off, issues, c.id in tainted) for c in raw_calls)
+        if c
+    ]
     return ParsedReply(
         text=text,
         tool_calls=tuple(calls),
@@ -195,7 +202,11 @@ def parse_reply(
 
 
 def _usable_call(
-    call: ToolCall, names: Collection[str], cut_off: bool, issues: list[ReplyIssue]
+    call: ToolCall,
+    names: Collection[str],
+    cut_off: bool,
+    issues: list[ReplyIssue],
+    tainted: bool = False,
 ) -> ToolCall | None:
     """``call`` with its arguments as a ``dict``, or None (its issue appended to ``issues``)."""
     if cut_off:
@@ -220,6 +231,16 @@ def _usable_call(
         return None
     args, found = _arguments(call)
     issues.extend(found)
+    if args is not None and tainted and "\ufffd" in json.dumps(args, ensure_ascii=False):
+        issues.append(
+            ReplyIssue(
+                "invalid_arguments",
+                f"the arguments of {_show(call.name)} held invalid Unicode (a lone surrogate); "
+                "send valid UTF-8 text",
+                call.id,
+            )
+        )
+        return None
     return None if args is None else ToolCall(id=call.id, name=call.name, arguments=args)
 
 
