@@ -63,7 +63,7 @@ def test_check_failure_exits_1_and_names_the_check(env, h, tmp_path, workspace) 
     assert bad["status"] == "failed"
     assert bad["exit_code"] == 3
     # The JSON is on stdout; stderr says why, on one line: required or not, exit code, output.
-    assert "flow: check bad: failed (required, exit 3): broken\n" in result.stderr
+    assert "flow: check bad: failed (required, exit 3): broken [check_failed]\n" in result.stderr
     assert "check ok" not in result.stderr
 
 
@@ -108,7 +108,7 @@ def test_failed_check_line_shows_the_last_output_lines_cleaned(env, h, tmp_path,
     assert result.code == 1
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("flow: check t:")]
     assert line == "flow: check t: failed (required, exit 1): FAILED test_x - assert 1 == 2 | " + (
-        "1 failed in 0.01s"
+        "1 failed in 0.01s [check_failed]"
     )
 
 

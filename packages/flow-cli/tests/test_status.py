@@ -157,9 +157,10 @@ def test_missing_check_executables_are_warned_about(env, workspace: Path, tmp_pa
     assert [c["executable"] is None for c in report["configured_checks"]] == [False, True, True]
     assert result.stderr.splitlines() == [
         "flow: warning: check bare: executable 'no-such-flow-tool' was not found on PATH; "
-        "install it, or correct checks.bare.cmd[0] in your config",
+        "install it, or correct checks.bare.cmd[0] in your config [check_missing]",
         f"flow: warning: check venv: '.venv/bin/python' is not an executable file "
-        f"({workspace}/.venv/bin/python); install it, or correct checks.venv.cmd[0] in your config",
+        f"({workspace}/.venv/bin/python); install it, or correct checks.venv.cmd[0] in your "
+        "config [check_missing]",
     ]
 
 

@@ -100,3 +100,23 @@ def test_each_code_is_defined_once() -> None:
     assert set(flow_core.EDITOR_ERROR_CODES) <= set(flow_core.ERROR_CODES)
     rose_src = (PACKAGES / "flow-rose/src/flow_rose/_errors.py").read_text(encoding="utf-8")
     assert '"editor_unavailable"' not in rose_src
+
+
+def test_every_code_is_explained_with_a_cause_and_a_fix() -> None:
+    """``flow explain CODE`` has something real to say for every catalogued code."""
+    from flow_core._advice import ADVICE
+
+    missing = sorted(set(flow_core.ERROR_CODES) - set(ADVICE))
+    assert not missing, f"add these codes to flow_core/_advice.py: {missing}"
+    stale = sorted(set(ADVICE) - set(flow_core.ERROR_CODES))
+    assert not stale, f"flow_core/_advice.py explains codes the catalogue lacks: {stale}"
+    for code in flow_core.ERROR_CODES:
+        found = flow_core.explain_error(code)
+        assert found is not None
+        assert found.cause.strip()
+        assert found.fix.strip()
+        assert found.exit_code == flow_core.EXIT_CODES[found.category]
+
+
+def test_an_unknown_code_has_no_explanation() -> None:
+    assert flow_core.explain_error("no_such_code") is None

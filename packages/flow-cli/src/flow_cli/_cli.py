@@ -189,6 +189,20 @@ def serve(
 
 
 @cli.command()
+@click.argument("code", required=False)
+def explain(code: str | None) -> int:
+    """Explain an error CODE: its meaning, usual cause and fix (no CODE: list every code).
+
+    Every error line Flow writes on stderr ends with its code in brackets, e.g.
+    [check_timeout]; `flow explain check_timeout` says what it means and what to do.
+    Exit 0, or 2 for an unknown CODE.
+    """
+    from flow_cli._explain import explain_code, list_codes
+
+    return list_codes() if code is None else explain_code(code)
+
+
+@cli.command()
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell: str) -> int:
     """Print the shell completion script for SHELL (bash, zsh or fish).

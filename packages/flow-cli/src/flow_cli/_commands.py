@@ -259,7 +259,7 @@ def _produce(
         if interrupts.count and report.status != "interrupted":
             report = report.model_copy(update={"status": "interrupted", "ok": False})
         if report.status == "interrupted":
-            say("interrupted; check process groups were killed")
+            say("interrupted; check process groups were killed [interrupted]")
         elif not report.ok:
             _explain(report)
         if kind == "run":
@@ -273,9 +273,9 @@ def _produce(
             runtime.interrupt()
         kill_check_groups()
         if interrupts.count > 1:
-            say("forced stop (second signal); check process groups were killed")
+            say("forced stop (second signal); check process groups were killed [interrupted]")
         else:
-            say("interrupted; check process groups were killed")
+            say("interrupted; check process groups were killed [interrupted]")
         report = error_report(
             kind, "interrupted", "interrupted by a signal", opts=opts, runtime=runtime
         )
@@ -284,7 +284,7 @@ def _produce(
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-        say(f"internal error: {err!r}; please report it with the traceback above")
+        say(f"internal error: {err!r}; please report it with the traceback above [internal_error]")
         report = error_report(kind, "internal_error", repr(err), opts=opts, runtime=runtime)
         return exit_code_for(report), report
     finally:
@@ -305,7 +305,7 @@ def close_quietly(runtime: Runtime) -> None:
     try:
         runtime.close()
     except Exception as err:
-        say(f"could not close the runtime cleanly: {err!r}")
+        say(f"could not close the runtime cleanly: {err!r} [internal_error]")
 
 
 #: How many lines of the plan a read-only ``flow run`` shows on stderr.
@@ -351,7 +351,7 @@ def _explain(report: Report) -> None:
         say(clean(f"{err.message} [{err.code}]"))
     if report.verification is not None:
         for reason in report.verification.reasons:
-            say(clean(f"not verified: {reason}"))
+            say(clean(f"not verified: {reason} [not_verified]"))
     for result in report.checks:
         if result.status != "passed":
             say(check_line(result))

@@ -59,7 +59,10 @@ def check_line(result: CheckResult) -> str:
         facts.append(f"exit {result.exit_code}")
     reason = " | ".join(check_reason_lines(result, max_lines=2, width=160))
     line = f"check {result.name}: {result.status} ({', '.join(facts)})"
-    return f"{line}: {shorten(reason, 320)}" if reason else line
+    if reason:
+        line = f"{line}: {shorten(reason, 320)}"
+    code = result.error.code if result.error is not None else None
+    return f"{line} [{code}]" if code else line
 
 
 def missing_executable(spec: CheckSpec, workspace: str | None) -> str | None:
@@ -74,7 +77,7 @@ def missing_executable(spec: CheckSpec, workspace: str | None) -> str | None:
         what = f"executable {argv0!r} was not found on PATH"
     return (
         f"warning: check {spec.name}: {clean(what)}; "
-        f"install it, or correct checks.{spec.name}.cmd[0] in your config"
+        f"install it, or correct checks.{spec.name}.cmd[0] in your config [check_missing]"
     )
 
 

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
         ERROR_CODES,
         EXIT_CODES,
         ErrorCategory,
+        Explanation,
         error_category,
+        explain_error,
     )
     from flow_core._errors import (
         BackendError,
@@ -125,7 +127,9 @@ _EXPORTS: dict[str, str] = {
     "ERROR_CODES": "flow_core._catalogue",
     "EXIT_CODES": "flow_core._catalogue",
     "ErrorCategory": "flow_core._catalogue",
+    "Explanation": "flow_core._catalogue",
     "error_category": "flow_core._catalogue",
+    "explain_error": "flow_core._catalogue",
     "error_report": "flow_core._outcome",
     "exit_code_for": "flow_core._outcome",
     "is_error": "flow_core._outcome",
@@ -239,6 +243,7 @@ __all__ = [
     # events
     "Event",
     "EventSink",
+    "Explanation",
     # config
     "FlowConfig",
     "FlowError",
@@ -274,6 +279,7 @@ __all__ = [
     "error_report",
     "evaluate_gate",
     "exit_code_for",
+    "explain_error",
     "is_error",
     "kill_all_process_groups",
     "language_key",

@@ -16,9 +16,11 @@ these categories (``flow_core.exit_code_for``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
 
+from flow_core._advice import ADVICE
 from flow_core._protocols import EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models._parse import REPLY_ISSUE_CODES
@@ -31,7 +33,9 @@ __all__ = [
     "ERROR_CODES",
     "EXIT_CODES",
     "ErrorCategory",
+    "Explanation",
     "error_category",
+    "explain_error",
 ]
 
 _FLOW_CODES: dict[str, str] = {
@@ -86,6 +90,9 @@ _FLOW_CODES: dict[str, str] = {
     "search_unavailable": "search_text could not start the process that runs regular "
     "expressions; search literally (regex false)",
     # the runtime (run/_runtime.py)
+    "not_verified": "the run finished but is not verified: a condition of the gate did not "
+    "hold (a required check, static coverage, the review, or a change underneath); the "
+    "reasons are listed",
     "no_checks": "no named checks are configured, so nothing can be verified; add a "
     "[checks.NAME] table",
     "budget_iterations": "a role used agent.max_iterations model turns without finishing",
@@ -222,3 +229,34 @@ ERROR_CATEGORIES: Mapping[str, ErrorCategory] = MappingProxyType(
 def error_category(code: str) -> ErrorCategory:
     """The category of ``code``; a code missing from the catalogue counts as a failure."""
     return ERROR_CATEGORIES.get(code, "failure")
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What ``flow explain CODE`` prints for one error code.
+
+    Attributes:
+        code: the stable code.
+        category: ``usage``, ``failure`` or ``interrupted``.
+        exit_code: the CLI exit code the category gives (2, 1 or 130).
+        meaning: the catalogue's one-line meaning (:data:`ERROR_CODES`).
+        cause: the usual cause.
+        fix: what to do.
+    """
+
+    code: str
+    category: ErrorCategory
+    exit_code: int
+    meaning: str
+    cause: str
+    fix: str
+
+
+def explain_error(code: str) -> Explanation | None:
+    """The explanation of ``code`` from the catalogue, or None for an unknown code."""
+    meaning = ERROR_CODES.get(code)
+    if meaning is None:
+        return None
+    cause, fix = ADVICE.get(code, ("not recorded", "read the message that came with the code"))
+    category = error_category(code)
+    return Explanation(code, category, EXIT_CODES[category], meaning, cause, fix)
