@@ -144,6 +144,17 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "read the reasons and the check output; fix by hand, or run again with a clearer "
             "task or a stronger model (flow undo removes what the run left)",
         ),
+        "sandbox_unavailable": (
+            "bwrap is not installed, or this machine forbids unprivileged user namespaces "
+            "(some containers, kernel.unprivileged_userns_clone = 0)",
+            "install the bubblewrap package (Debian/Ubuntu: apt-get install bubblewrap), or "
+            'set sandbox.mode = "auto" to run checks unjailed with a warning',
+        ),
+        "search_unavailable": (
+            "the helper process for regular-expression search could not start (process or "
+            "memory limits)",
+            "nothing to fix in the project; the model is told to search literally",
+        ),
         "no_checks": (
             "an operator config without [checks.NAME] tables",
             'add at least one required check, e.g. [checks.tests] cmd = ["python", "-m", "pytest",'
