@@ -568,3 +568,26 @@ def test_banner_fits_80_columns_when_piped(env, h, tmp_path, workspace) -> None:
     banner = [line for line in lines[: lines.index(models[-1]) + 1] if str(workspace) not in line]
     assert all(len(line) <= 80 and not line.rstrip().endswith(",") for line in banner), banner
     assert "backend ollama at http://127.0.0.1:9" in lines
+
+
+def test_after_a_run_the_plan_and_the_reviewers_verdict_are_shown(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    def critical(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if request.get("format"):
+            verdict = {
+                "approved": False,
+                "summary": "the comment is misleading",
+                "findings": ["calc.py: the comment says [bold] subtraction"],
+            }
+            return json.dumps(verdict), []
+        return script(request)
+
+    fake = fake_ollama(critical)
+    cfg = _cfg(h, tmp_path, workspace, fake.url)
+    result = env.flow("tui", "--config", str(cfg), "--trusted", stdin="add a comment\n")
+    assert result.code == 0, result.stderr
+    out = result.stdout
+    assert "Plan\n  Plan: add a comment to calc.py." in out
+    assert "Review: not approved: the comment is misleading" in out
+    assert "  - calc.py: the comment says [bold] subtraction" in out  # text, never markup

@@ -46,6 +46,9 @@ UNAVAILABLE = {
     "/feedback": "there is no feedback channel; review the report and run a new task instead",
 }
 
+#: Plan lines shown after a trusted run (the whole plan is in the report).
+_PLAN_LINES = 12
+
 HELP: tuple[tuple[str, str], ...] = (
     ("/help", "this list"),
     ("/status", "workspace, trust, config files, backend, models, checks and usage limits"),
@@ -412,8 +415,32 @@ class Tui:
         if report.status == "read_only" and report.plan:
             self.console.print("[bold]Plan[/] (read-only session, nothing was changed):")
             self.console.print(escape(clean(report.plan)))
+        elif report.kind == "run":
+            self._plan_and_review(report)
         if report.diff:
             self.console.print(Syntax(report.diff, "diff", word_wrap=True))
+
+    def _plan_and_review(self, report: Report) -> None:
+        """After a trusted run: the plan's first lines and the last review's verdict."""
+        from flow_cli._summary import plan_excerpt
+
+        lines, more = plan_excerpt(report.plan, _PLAN_LINES)
+        if lines:
+            self.console.print("[bold]Plan[/]")
+            for line in lines:
+                self.console.print("  " + escape(clean(line)), soft_wrap=True)
+            if more:
+                self.console.print(f"  [dim]… {more} more line(s) in the report's plan[/]")
+        review = next(
+            (c.review for c in reversed(report.verification_history) if c.review is not None),
+            None,
+        )
+        if review is not None:
+            verdict = "[green]approved[/]" if review.approved else "[red]not approved[/]"
+            summary = escape(clean(review.summary)) if review.summary else ""
+            self.console.print(f"[bold]Review[/]: {verdict}" + (f": {summary}" if summary else ""))
+            for finding in review.findings:
+                self.console.print("  - " + escape(clean(finding)), soft_wrap=True)
 
     @staticmethod
     def _checks_table(checks: list[CheckResult], title: str) -> Table:
