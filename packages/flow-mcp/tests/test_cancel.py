@@ -233,3 +233,30 @@ def test_eof_during_a_check_interrupts_it_and_answers_interrupted(
     server.assert_stdout_pure()
     assert _group_members(pids[0]) == []
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_request_cancelled_while_queued_never_runs(
+    start_server: ServerFactory, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pids.fifo"
+    os.mkfifo(fifo)
+    server = start_server(
+        "--trusted",
+        checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]},
+        sandbox_mode="off",  # the FIFO lies outside the workspace, which the jail hides
+    )
+    server.initialize()
+    call(server, "long", "flow_check", {"name": "hang"}, None)
+    _read_fifo(fifo)  # "long" runs; what follows waits behind it
+    call(server, "queued", "flow_check", {"name": "hang"}, None)
+    cancel(server, "queued")
+    cancel(server, "long")
+    server.send(
+        {"jsonrpc": "2.0", "id": "st", "method": "tools/call", "params": {"name": "flow_status"}}
+    )
+    assert "result" in recv_id(server, "st")
+    assert server.finish() == 0
+    assert answers_for(server, "queued") == []
+    assert answers_for(server, "long") == []
+    assert "id='queued' cancelled before it started" in server.stderr()
+    assert server.stderr().count("check_started") == 0
