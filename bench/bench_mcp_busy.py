@@ -12,9 +12,9 @@ same run:
   only once the run has stopped, so its answer marks "run stopped". The model reply is then
   released: the late ``write_file`` must write nothing. Reference: how long the held reply
   would still have taken. Target: under 0.5 s.
-- **cancel during a check**: the coder writes ``hello.txt``, the host's check (a 60 s sleep)
-  runs; the cancellation must kill it and roll ``hello.txt`` back. Reference: the check's own
-  duration. Target: under 0.2 s.
+- **cancel during a check**: the coder writes ``hello.txt``, the host's check (a 60 s sleep,
+  in Flow's default jail) runs; the cancellation must kill it and roll ``hello.txt`` back.
+  Reference: the check's own duration. Target: under 0.2 s.
 
 No response may arrive for a cancelled request (MCP 2025-11-25, "Cancellation"); the script
 fails loudly if one does. Prints one JSON object.
@@ -229,6 +229,20 @@ def wait_file(path: Path) -> str:
     return path.read_text()
 
 
+def marked(marker: str) -> list[int]:
+    """Host pids of the processes whose command line carries ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline.split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -241,11 +255,12 @@ def run_bench(root: Path, pings: int, cancels: int) -> dict[str, Any]:
     ws = root / "ws"
     ws.mkdir()
     (root / "xdg").mkdir()
-    pidfile = root / "check.pid"
-    check = (
-        "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
-        f"time.sleep({CHECK_S})"
-    )
+    # The check runs in Flow's jail by default ([sandbox] auto: bubblewrap when usable), which
+    # sees only the workspace and has its own pid namespace: it says it started through a
+    # file in the workspace, and its host pids are found by a marker in their command line.
+    started = ws / ".check-started"
+    marker = f"flow-bench-check-{os.getpid()}"
+    check = f"import sys, time; open(sys.argv[1], 'w').write('1'); time.sleep({CHECK_S})"
     model = FakeOllama()
     config = root / "operator.toml"
     config.write_text(
@@ -253,7 +268,7 @@ def run_bench(root: Path, pings: int, cancels: int) -> dict[str, Any]:
         f'[ollama]\nbase_url = {json.dumps(model.url)}\nmodel = "bench"\ntimeout = 120\n'
         "[agent]\nmax_iterations = 4\nmax_cycles = 1\n"
         "[checks.slow]\n"
-        f"cmd = {json.dumps([sys.executable, '-c', check, str(pidfile)])}\n"
+        f"cmd = {json.dumps([sys.executable, '-c', check, str(started), marker])}\n"
         f'timeout = {int(CHECK_S * 2000)}\nrequired = true\nkind = "lint"\nfiletypes = ["*"]\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
@@ -288,19 +303,21 @@ def run_bench(root: Path, pings: int, cancels: int) -> dict[str, Any]:
 
         busy_check: list[float] = []
         cancel_check: list[float] = []
-        checks_left = []
+        checks_left: list[int] = []
+        seen_pids: list[int] = []
         rolled_back = True
         for i in range(cancels):
-            pidfile.unlink(missing_ok=True)
+            started.unlink(missing_ok=True)
             rid = start_run(client, f"c{i}")
             wait_progress(client, f"c{i}", "check slow: running")
-            pid = int(wait_file(pidfile))
+            wait_file(started)
+            pids = marked(marker)
             if i == 0:
                 busy_check = [client.round_trip_us("ping") for _ in range(pings)]
             cancel_check.append(cancel_and_time(client, rid))
             cancelled_ids.append(rid)
-            if alive(pid):
-                checks_left.append(pid)
+            seen_pids += pids
+            checks_left += [p for p in pids if alive(p)]
             rolled_back = rolled_back and not hello.exists()
     finally:
         model.release.set()
@@ -325,6 +342,7 @@ def run_bench(root: Path, pings: int, cancels: int) -> dict[str, Any]:
         "cancel_check_vs_check_duration": round(max(cancel_check) / CHECK_S, 4),
         "nothing_written_after_cancel": not late_write,
         "check_processes_left": checks_left,
+        "check_processes_seen": bool(seen_pids),
         "edits_rolled_back": rolled_back,
         "targets": {
             "ping_busy_p99_under_10ms": ping_busy_p99_ms < 10.0,
