@@ -92,7 +92,7 @@ def test_request_body_follows_ollama_chat_format() -> None:
         ChatMessage("tool", "print(1)", tool_call_id="c1", name="read_file"),
     ]
     b.chat("qwen2.5-coder:7b", messages, tools=TOOLS, format=schema)
-    (request,) = seen
+    (request,) = [r for r in seen if r.url.path == "/api/chat"]
     assert request.method == "POST"
     assert request.url.path == "/api/chat"
     body = json.loads(request.content)

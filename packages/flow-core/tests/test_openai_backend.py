@@ -251,7 +251,9 @@ def test_tool_call_text_in_content_is_passed_through_unjudged() -> None:
 
 
 def test_history_with_tool_calls_and_results() -> None:
-    be, rec = backend_for(ok_json(completion({"role": "assistant", "content": "done"})))
+    be, rec = backend_for(
+        ok_json(completion({"role": "assistant", "content": "done"})), tool_results="native"
+    )
     history = [
         ChatMessage("user", "read calc.py"),
         ChatMessage(
@@ -439,7 +441,7 @@ def test_plain_404_is_http_error() -> None:
     assert code_of(lambda: be.chat("m", [ChatMessage("user", "x")])) == "backend_http"
 
 
-def test_context_overflow_becomes_a_length_reply() -> None:
+def test_context_overflow_is_prompt_too_long() -> None:
     body = {
         "error": {
             "message": "This model's maximum context length is 4096 tokens. However, you "
@@ -449,11 +451,23 @@ def test_context_overflow_becomes_a_length_reply() -> None:
             "code": "context_length_exceeded",
         }
     }
+    be, rec = backend_for(ok_json(body, 400))
+    assert code_of(lambda: be.chat("m", [ChatMessage("user", "word " * 5000)])) == (
+        "prompt_too_long"
+    )
+    assert len(rec.requests) == 1  # never resent
+
+
+def test_llama_server_context_size_message_is_prompt_too_long() -> None:
+    body = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+        }
+    }
     be, _ = backend_for(ok_json(body, 400))
-    resp = be.chat("m", [ChatMessage("user", "word " * 5000)])
-    assert resp.content == ""
-    assert resp.tool_calls == ()
-    assert resp.finish_reason == "length"
+    assert code_of(lambda: be.chat("m", [ChatMessage("user", "x")])) == "prompt_too_long"
 
 
 def test_other_400_is_http_error() -> None:

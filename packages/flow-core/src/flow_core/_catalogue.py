@@ -96,6 +96,8 @@ _FLOW_CODES: dict[str, str] = {
     "no_checks": "no named checks are configured, so nothing can be verified; add a "
     "[checks.NAME] table",
     "budget_iterations": "a role used agent.max_iterations model turns without finishing",
+    "budget_time": "the run reached its wall-clock limit, agent.max_seconds; the model request "
+    "in flight was closed and no role started after it",
     "budget_tool_calls": "the run reached agent.max_tool_calls; further calls were refused",
     "context_budget": "a role's context could not be trimmed under agent.max_context_chars",
     "review_invalid": "the reviewer's reply was not valid JSON matching the review schema",

@@ -136,10 +136,47 @@ class CycleRecord(_Model):
     review: Review | None = None
 
 
+class ContextTrim(_Model):
+    """One change Flow made to a role's context to fit its window (``run/_context.py``)."""
+
+    kind: Literal["trim", "cut"] = Field(
+        description="trim: older tool results replaced by a marker; cut: the newest tool "
+        "result shortened to fit"
+    )
+    turn: int = Field(description="the model turn (1-based) whose request it changed")
+    cycle: int | None = None
+    messages: int = Field(default=0, description="tool results replaced (trim) or cut (1)")
+    chars_removed: int = Field(default=0, description="characters taken out of the context")
+    chars_after: int = Field(default=0, description="the context's size after it, characters")
+    tool_call_id: str | None = Field(default=None, description="the call whose result was cut")
+
+
 class RoleUsage(_Model):
+    """One role's use of its model: turns, invocations, tokens and context changes."""
+
     model: str
     turns: int = 0
     invocations: int = 0
+    prompt_tokens: int = Field(
+        default=0, description="prompt tokens over all turns, as the server reported them"
+    )
+    completion_tokens: int = Field(
+        default=0, description="generated tokens over all turns, as the server reported them"
+    )
+    turn_tokens: list[tuple[int | None, int | None]] = Field(
+        default_factory=list,
+        description="[prompt_tokens, completion_tokens] of each model turn in order; null "
+        "where the server reported none",
+    )
+    tool_results: str | None = Field(
+        default=None,
+        description="how tool results reached the model: native (the tool role) or user "
+        "(a delimited user message); null when the role received none",
+    )
+    context_window: int | None = Field(
+        default=None, description="the model's context window in tokens, when known"
+    )
+    trims: list[ContextTrim] = Field(default_factory=list)
 
 
 class ToolCallRecord(_Model):

@@ -37,6 +37,9 @@ from flow_core.config._executables import resolve_checks
 from flow_core.config._runs import RunsConfig
 from flow_core.config._sandbox import SandboxConfig
 
+#: ``tool_results``: how tool results reach the model (``flow_core.models._delivery``).
+ToolResults = Literal["auto", "native", "user"]
+
 __all__ = [
     "DEFAULT_PROTECTED",
     "AgentConfig",
@@ -96,7 +99,11 @@ class OllamaConfig(_Strict):
         base_url: ``http(s)://host:port``; loopback (127.0.0.0/8, ::1, localhost) unless
             ``allow_remote`` (``docs/architecture.md``, "Trust").
         model: the default model for every role without its own ``[models]`` entry.
-        timeout: seconds for one HTTP request (connect, read, write, pool); > 0.
+        timeout: seconds one HTTP request may take in all (connecting, waiting, reading the
+            whole reply); > 0.
+        tool_results: how tool results reach the model: ``"native"`` (the tool role),
+            ``"user"`` (a delimited user message) or ``"auto"`` (default: decided per model
+            from ``/api/show``; ``flow_core.models._delivery``).
     """
 
     # allow_remote comes first so that the base_url validator can see it.
@@ -104,6 +111,7 @@ class OllamaConfig(_Strict):
     base_url: str = "http://127.0.0.1:11434"
     model: str = Field(default="qwen2.5-coder:7b", min_length=1)
     timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    tool_results: ToolResults = "auto"
 
     @field_validator("base_url")
     @classmethod
@@ -118,13 +126,17 @@ class OpenAIConfig(_Strict):
         allow_remote: allow a non-loopback ``base_url`` (default false).
         base_url: the API root including ``/v1``; loopback unless ``allow_remote``.
         model: default model ("" lets the server pick; many single-model servers ignore it).
-        timeout: seconds for one HTTP request; > 0.
+        timeout: seconds one HTTP request may take in all; > 0.
+        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (default: decided per model
+            before its first tool result, from the server's prompt token count for a probe
+            with and without a tool result; ``flow_core.models._delivery``).
     """
 
     allow_remote: bool = False
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = ""
     timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
+    tool_results: ToolResults = "auto"
 
     @field_validator("base_url")
     @classmethod
@@ -148,12 +160,14 @@ class AgentConfig(_Strict):
         max_cycles: coder → verification → reviewer cycles.
         max_tool_calls: tool calls across the whole run.
         max_context_chars: characters of one context sent to the model.
+        max_seconds: the run's wall-clock limit in seconds (``budget_time``); unset: none.
     """
 
     max_iterations: int = Field(default=6, ge=1)
     max_cycles: int = Field(default=2, ge=1)
     max_tool_calls: int = Field(default=64, ge=1)
     max_context_chars: int = Field(default=100_000, ge=1)
+    max_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 class CheckConfig(BaseModel):

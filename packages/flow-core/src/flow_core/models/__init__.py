@@ -56,6 +56,7 @@ def make_backend(
             timeout=config.ollama.timeout,
             allow_remote=config.ollama.allow_remote,
             transport=transport,
+            tool_results=config.ollama.tool_results,
         )
     from flow_core.models.openai import OpenAIBackend  # imported only when selected
 
@@ -64,4 +65,5 @@ def make_backend(
         timeout=config.openai.timeout,
         allow_remote=config.openai.allow_remote,
         transport=transport,
+        tool_results=config.openai.tool_results,
     )

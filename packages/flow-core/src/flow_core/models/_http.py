@@ -10,8 +10,12 @@ imports it. The URL rule itself lives in ``flow_core._urls`` (the config loader 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import math
+import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,7 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_ERROR_CODES",
+    "REQUEST_SCOPE",
     "HTTPStatusError",
+    "RequestScope",
     "check_base_url",
     "encode_json_body",
     "excerpt",
@@ -49,7 +55,88 @@ BACKEND_ERROR_CODES: dict[str, str] = {
     "backend_closed": "the backend was used after close()",
     "request_unencodable": "the request could not be encoded as JSON (nesting too deep, or a "
     "value of a type JSON has no form for); nothing was sent",
+    "prompt_too_long": "the server refused the prompt as longer than the model's context "
+    "window; Flow never resends the same or a larger prompt: lower agent.max_context_chars or "
+    "set the window (context_tokens) to what the server was started with",
 }
+
+
+class _Watch:
+    """One HTTP exchange's connection, so that it can be shut down from another thread.
+
+    ``socket.shutdown`` (not ``close``) wakes a thread blocked reading the socket and sends
+    the server a FIN, so a server that checks for disconnects can stop generating.
+    """
+
+    __slots__ = ("expired", "lock", "sock", "stopped")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        self.expired = False  # the total deadline passed
+        self.stopped = False  # expired or aborted: the connection is (to be) shut down
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        """httpcore's ``trace`` extension: keep the socket of the connection just opened."""
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        get = getattr(stream, "get_extra_info", None)
+        sock = get("socket") if callable(get) else None
+        if isinstance(sock, socket.socket):
+            with self.lock:
+                self.sock = sock
+                late = self.stopped
+            if late:
+                self._shutdown(sock)
+
+    def stop(self, *, expired: bool = False) -> None:
+        with self.lock:
+            self.expired = self.expired or expired
+            self.stopped = True
+            sock = self.sock
+        if sock is not None:
+            self._shutdown(sock)
+
+    @staticmethod
+    def _shutdown(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class RequestScope:
+    """The HTTP exchanges a caller may abandon: ``abort()`` shuts their connections down.
+
+    The runtime sets one in ``REQUEST_SCOPE`` around each model request; when it abandons the
+    request (``Runtime.interrupt()``, the run's ``max_seconds``) it calls ``abort()``, so the
+    helper thread stops reading at once and the server sees the connection close.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watches: list[_Watch] = []
+        self.aborted = False
+
+    def add(self, watch: _Watch) -> None:
+        with self._lock:
+            self._watches.append(watch)
+            aborted = self.aborted
+        if aborted:
+            watch.stop()
+
+    def abort(self) -> None:
+        """Shut down every connection of the scope, now and for any opened later."""
+        with self._lock:
+            self.aborted = True
+            watches = list(self._watches)
+        for watch in watches:
+            watch.stop()
+
+
+#: The ``RequestScope`` of the model request running in this context (None outside one).
+REQUEST_SCOPE: contextvars.ContextVar[RequestScope | None] = contextvars.ContextVar(
+    "flow_request_scope", default=None
+)
 
 
 class HTTPStatusError(BackendError):
@@ -159,6 +246,13 @@ def stream_request(
 ) -> Iterator[httpx.Response]:
     """Send a request and yield the streaming response, translating failures.
 
+    The whole exchange, from connecting to the last byte of the body read inside the
+    ``with`` block, must finish within the client's timeout (seconds): besides httpx's
+    per-operation timeouts, a timer shuts the connection down when that total runs out, so a
+    server that sends a byte every half second is cut off too (``backend_timeout``). Each
+    exchange uses its own connection (``Connection: close``) so that it can be shut down
+    without touching another one; it joins the caller's ``REQUEST_SCOPE`` when one is set.
+
     A 3xx status raises ``redirect_refused``; other statuses >= 400 raise ``backend_http``
     (the caller may catch it and re-raise with a better code, e.g. ``model_not_found``; the
     error carries ``status`` and ``body`` attributes). Transport failures raise
@@ -178,11 +272,23 @@ def stream_request(
     """
     import httpx
 
+    watch = _Watch()
+    scope = REQUEST_SCOPE.get()
+    if scope is not None:
+        scope.add(watch)
+    total = getattr(getattr(client, "timeout", None), "read", None)
+    timer = None
+    if isinstance(total, int | float) and total > 0:
+        timer = threading.Timer(float(total), lambda: watch.stop(expired=True))
+        timer.daemon = True
     try:
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"headers": {"Connection": "close"}}
+        kwargs["extensions"] = {"trace": watch.trace}
         if json_body is not None:
             kwargs["content"] = encode_json_body(json_body, server=server)
-            kwargs["headers"] = {"Content-Type": "application/json"}
+            kwargs["headers"]["Content-Type"] = "application/json"
+        if timer is not None:
+            timer.start()
         with client.stream(method, path, **kwargs) as response:
             if 300 <= response.status_code < 400:
                 where = response.headers.get("location", "?")
@@ -200,22 +306,53 @@ def stream_request(
                     body=body,
                 )
             yield response
-    except httpx.TimeoutException as exc:
-        raise BackendError(
-            _timeout_message(exc, client, server, f"{method} {path}", timeout_key),
-            code="backend_timeout",
-        ) from exc
-    except httpx.ConnectError as exc:
-        raise BackendError(
-            f"cannot reach {server} ({_reason(exc)}): {fix}",
-            code="backend_unreachable",
-        ) from exc
     except httpx.TransportError as exc:
-        raise BackendError(
-            f"the connection to {server} failed during {method} {path} "
-            f"({type(exc).__name__}: {exc}): {fix}",
-            code="backend_unreachable",
-        ) from exc
+        if watch.expired:
+            raise BackendError(
+                _deadline_message(client, server, f"{method} {path}", timeout_key),
+                code="backend_timeout",
+            ) from exc
+        _raise_transport(exc, client, server, f"{method} {path}", fix=fix, timeout_key=timeout_key)
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+def _deadline_message(client: httpx.Client, server: str, request: str, key: str | None) -> str:
+    """``backend_timeout`` for a request whose total time ran out."""
+    seconds = getattr(getattr(client, "timeout", None), "read", None)
+    limit = f"{seconds:g} s" if isinstance(seconds, int | float) else "the time allowed"
+    what = key if key is not None else "the timeout"
+    named = f" ({key})" if key is not None else ""
+    return (
+        f"{server} did not finish {request} within {limit}{named}, the limit for the whole "
+        f"request; the connection was closed; fix: raise {what} (seconds) in the operator "
+        "config, or use a smaller or faster model"
+    )
+
+
+def _raise_transport(
+    exc: Exception,
+    client: httpx.Client,
+    server: str,
+    request: str,
+    *,
+    fix: str,
+    timeout_key: str | None,
+) -> None:
+    """Translate an httpx transport failure into ``BackendError`` (always raises)."""
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        message = _timeout_message(exc, client, server, request, timeout_key)
+        raise BackendError(message, code="backend_timeout") from exc
+    if isinstance(exc, httpx.ConnectError):
+        message = f"cannot reach {server} ({_reason(exc)}): {fix}"
+        raise BackendError(message, code="backend_unreachable") from exc
+    message = (
+        f"the connection to {server} failed during {request} ({type(exc).__name__}: {exc}): {fix}"
+    )
+    raise BackendError(message, code="backend_unreachable") from exc
 
 
 def _sanitized(value: Any, depth: int = 0) -> Any:

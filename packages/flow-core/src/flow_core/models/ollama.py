@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall, note_stream_fragment
+from flow_core.models._delivery import deliver
 from flow_core.models._http import (
     HTTPStatusError,
     check_base_url,
@@ -49,6 +50,9 @@ class OllamaBackend:
         stream: ask Ollama to stream (NDJSON) rather than send one JSON object.
         timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message
             (default ``"ollama.timeout"``).
+        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``);
+            auto asks ``/api/show`` once per model: a model without the ``tools`` capability,
+            or whose template never mentions the tool role, gets results as user messages.
 
     Raises:
         BackendError: code ``remote_refused`` for a non-loopback URL without ``allow_remote``
@@ -70,7 +74,13 @@ class OllamaBackend:
         transport: httpx.BaseTransport | None = None,
         stream: bool = True,
         timeout_key: str = "ollama.timeout",
+        tool_results: str = "auto",
     ) -> None:
+        if tool_results not in ("auto", "native", "user"):
+            raise ValueError("tool_results must be 'auto', 'native' or 'user'")
+        self.tool_results = tool_results
+        #: The delivery mode decided for each model (``"native"`` or ``"user"``).
+        self.delivery: dict[str, str] = {}
         if not timeout > 0:
             raise ValueError("timeout must be a positive number of seconds")
         if max_response_bytes <= 0:
@@ -115,6 +125,8 @@ class OllamaBackend:
             BackendError: see the class docstring; ``model_not_found`` when Ollama says the
                 model is not installed.
         """
+        if any(m.role == "tool" for m in messages):
+            messages = deliver(messages, self.tool_delivery(model))
         body: dict[str, Any] = {
             "model": model,
             "messages": [self._wire_message(m) for m in messages],
@@ -178,6 +190,29 @@ class OllamaBackend:
                 the class docstring.
         """
         return self._json_request("POST", "/api/show", {"model": model}, model=model)
+
+    def tool_delivery(self, model: str) -> str:
+        """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).
+
+        Under ``"auto"``: ``"user"`` when ``/api/show`` lists capabilities without ``tools``
+        or a template that never names the tool role; ``"native"`` otherwise, also when
+        ``/api/show`` cannot be asked (the chat request then reports the real problem).
+        """
+        mode = self.delivery.get(model)
+        if mode is None:
+            mode = self.tool_results
+            if mode == "auto":
+                try:
+                    info = self.show(model)
+                except BackendError:
+                    info = {}
+                caps = info.get("capabilities")
+                template = info.get("template")
+                no_tools = isinstance(caps, list) and "tools" not in caps
+                blind = isinstance(template, str) and bool(template) and "tool" not in template
+                mode = "user" if no_tools or blind else "native"
+            self.delivery[model] = mode
+        return mode
 
     def close(self) -> None:
         """Close the HTTP client (idempotent); later requests raise ``backend_closed``."""

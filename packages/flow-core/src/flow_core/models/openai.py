@@ -23,9 +23,12 @@ Server quirks this module works around (measured against ``llama_cpp.server`` 0.
 * ``response_format`` of type ``json_schema`` is refused, while ``json_object`` with a
   ``schema`` field constrains the reply, so the latter is used;
 * a prompt longer than the context window is answered with HTTP 400 and code
-  ``context_length_exceeded``; this is returned as an empty reply with
-  ``finish_reason="length"`` so the runtime classifies it as a context overflow (it costs
-  budget and is never success) instead of failing the run as a server error.
+  ``context_length_exceeded`` ("exceeds the available context size" from ``llama-server``);
+  this raises ``BackendError`` code ``prompt_too_long``, which the runtime never answers by
+  resending the same or a larger prompt;
+* ``chatml-function-calling`` renders a ``tool`` message as an empty line and plain
+  ``chatml`` drops it, so tool results are delivered as the ``tool_results`` setting says
+  (``flow_core.models._delivery``; ``"auto"`` probes the server's prompt token count).
 
 What the *model* said is never judged here. The OpenAI chat format defines tool-call
 ``arguments`` as a JSON-encoded string, so a string that decodes to a JSON object is decoded
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core.models._delivery import choose, deliver, probe_messages
 from flow_core.models._http import (
     HTTPStatusError,
     check_base_url,
@@ -89,6 +93,9 @@ class OpenAIBackend:
             the network.
         timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message
             (default ``"openai.timeout"``).
+        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``):
+            how tool results are sent; auto probes each model once, before its first request
+            that carries a tool result.
 
     Raises:
         BackendError: ``remote_refused`` for a non-loopback host without ``allow_remote``;
@@ -105,7 +112,13 @@ class OpenAIBackend:
         max_response_bytes: int = 4_000_000,
         transport: httpx.BaseTransport | None = None,
         timeout_key: str = "openai.timeout",
+        tool_results: str = "auto",
     ) -> None:
+        if tool_results not in ("auto", "native", "user"):
+            raise ValueError("tool_results must be 'auto', 'native' or 'user'")
+        self.tool_results = tool_results
+        #: The delivery mode decided for each model (``"native"`` or ``"user"``).
+        self.delivery: dict[str, str] = {}
         if max_response_bytes <= 0:
             raise ValueError("max_response_bytes must be > 0")
         if not timeout > 0:
@@ -152,17 +165,50 @@ class OpenAIBackend:
         Raises:
             BackendError: see the module docstring for the codes.
         """
+        if any(m.role == "tool" for m in messages):
+            messages = deliver(messages, self.tool_delivery(model))
         body = self.request_body(model, messages, tools=tools, format=format)
         started = monotonic_ms()
-        try:
-            raw = self._request("POST", "chat/completions", body)
-        except HTTPStatusError as err:
-            overflow = self._context_overflow(err, model, started)
-            if overflow is not None:
-                return overflow
-            raise self._recode(err, model) from err
+        raw = self._post_completion(body, model)
         elapsed = monotonic_ms() - started
         return self._parse_completion(raw, model, elapsed)
+
+    def tool_delivery(self, model: str) -> str:
+        """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).
+
+        Under ``tool_results = "auto"`` the first call sends two one-token probes (the same
+        conversation with and without a tool result) and compares the server's
+        ``usage.prompt_tokens`` (``flow_core.models._delivery.choose``).
+
+        Raises:
+            BackendError: the probe request failed.
+        """
+        mode = self.delivery.get(model)
+        if mode is None:
+            mode = self.tool_results
+            if mode == "auto":
+                counts = [
+                    self._prompt_tokens(model, probe_messages(with_result=flag))
+                    for flag in (True, False)
+                ]
+                mode = choose(*counts)
+            self.delivery[model] = mode
+        return mode
+
+    def _prompt_tokens(self, model: str, messages: Sequence[ChatMessage]) -> int | None:
+        """The server's prompt token count for ``messages`` (one generated token at most)."""
+        body = self.request_body(model, messages)
+        body["max_tokens"] = 1
+        started = monotonic_ms()
+        raw = self._post_completion(body, model)
+        return self._parse_completion(raw, model, monotonic_ms() - started).prompt_tokens
+
+    def _post_completion(self, body: dict[str, Any], model: str) -> bytes:
+        try:
+            return self._request("POST", "chat/completions", body)
+        except HTTPStatusError as err:
+            self._raise_context_overflow(err)
+            raise self._recode(err, model) from err
 
     def list_models(self) -> list[str]:
         """The ids in ``GET {base_url}/models`` (``{"data": [{"id": ...}, ...]}``).
@@ -263,21 +309,23 @@ class OpenAIBackend:
             f'did you mean base_url = "{self.base_url.rstrip("/")}/v1"?'
         )
 
-    def _context_overflow(
-        self, err: HTTPStatusError, model: str, started: float
-    ) -> ChatResponse | None:
-        if err.status != 400:
-            return None
+    def _raise_context_overflow(self, err: HTTPStatusError) -> None:
+        """Raise ``prompt_too_long`` for a server's "the prompt exceeds the window" answer."""
+        if err.status not in (400, 413):
+            return
         detail = _error_fields(err.body)
         message = str(detail.get("message", "")).lower()
-        if detail.get("code") != "context_length_exceeded" and "context length" not in message:
-            return None
-        return ChatResponse(
-            content="",
-            finish_reason="length",
-            model=model,
-            duration_ms=monotonic_ms() - started,
-        )
+        if detail.get("code") != "context_length_exceeded" and not any(
+            words in message
+            for words in ("context length", "context size", "context window", "too many tokens")
+        ):
+            return
+        raise BackendError(
+            f"{self._server} refused the prompt as longer than the model's context window "
+            f"({excerpt(message, 200)}); fix: lower agent.max_context_chars, or set the "
+            "window (context_tokens) to what the server was started with",
+            code="prompt_too_long",
+        ) from err
 
     # -- response parsing ---------------------------------------------------------------
 

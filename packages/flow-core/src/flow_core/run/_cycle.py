@@ -82,7 +82,7 @@ class RunDriver:
             verification = self._cycle(task, cycle, feedback)
             if verification.verified:
                 return "verified"
-            if state.ledger.exhausted or state.stop:
+            if state.ledger.exhausted or state.stop or state.out_of_time:
                 break
             review = state.history[-1].review if state.history else None
             feedback = feedback_text(cycle, verification, state.final_checks, review)
@@ -112,8 +112,8 @@ class RunDriver:
                 cycle=cycle,
                 response_format=response_format,
             )
-        except RunEnded:
-            return RoleOutcome(False, failure="budget_tool_calls")
+        except RunEnded as ended:
+            return RoleOutcome(False, failure=ended.code)
 
     def _cycle(self, task: str, cycle: int, feedback: str) -> Verification:
         """One coder → checks → reviewer → gate cycle (steps a-f of the module docstring)."""
@@ -146,10 +146,14 @@ class RunDriver:
             review_reason = "review skipped: required checks did not pass"
         elif state.ledger.exhausted:
             review_reason = "review skipped: tool-call budget spent"
+        elif state.out_of_time:
+            review_reason = "review skipped: the run's time (agent.max_seconds) ran out"
         else:
             review, review_reason = self._review(task, cycle, checks)
         if state.ledger.exhausted and not any("budget_tool_calls" in r for r in budget_reasons):
             budget_reasons.append("tool-call budget spent (budget_tool_calls)")
+        if state.out_of_time and not any("budget_time" in r for r in budget_reasons):
+            budget_reasons.append("the run's wall-clock limit ran out (budget_time)")
         hashes_reviewed = self.changes.hashes()
         fresh_reviewed = self._freshness(cycle)
         snapshot_equal = (

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from flow_core._errors import BackendError
 from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
 from flow_core._report import RoleUsage
 from flow_core.run._context import Context
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from flow_core.tools import ToolBox
 
 __all__ = ["run_role"]
+
+#: A prompt the server refused as too long is trimmed to at most this share of its size.
+_OVERFLOW_SHRINK = 0.7
 
 
 def run_role(
@@ -68,7 +72,7 @@ def run_role(
     state.emit("role_started", role=role, cycle=cycle, detail={"model": model})
     backend = state.journal.wrap(backend, role=role, cycle=cycle)
     for turn in range(1, agent.max_iterations + 1):
-        state.check_stop()
+        state.check_time()
         if not ctx.fit(limit):
             message = (
                 f"the {role}'s context needs {ctx.total} characters even with old tool "
@@ -77,17 +81,36 @@ def run_role(
             state.error("context_budget", message, role=role, cycle=cycle)
             return RoleOutcome(False, failure="context_budget")
         _count_turn(state, usage, ctx, role=role, cycle=cycle, turn=turn)
-        response = _ask(
-            state,
-            backend,
-            ctx,
-            model=model,
-            toolbox=toolbox,
-            role=role,
-            format=response_format,
-            cycle=cycle,
-            turn=turn,
-        )
+        try:
+            response = _ask(
+                state,
+                backend,
+                ctx,
+                model=model,
+                toolbox=toolbox,
+                role=role,
+                format=response_format,
+                cycle=cycle,
+                turn=turn,
+            )
+        except BackendError as err:
+            if err.code != "prompt_too_long":
+                raise
+            # Never resend the same or a larger prompt: trim to well below what was refused.
+            before = ctx.total
+            limit = min(limit, int(before * _OVERFLOW_SHRINK))
+            if ctx.fit(limit) and ctx.total < before:
+                state.error("prompt_too_long", err.message + "; trimmed", role=role, cycle=cycle)
+                continue
+            state.error(
+                "prompt_too_long",
+                f"{err.message}; the {role}'s context ({before} characters) cannot be trimmed "
+                "further, so the role ends",
+                role=role,
+                cycle=cycle,
+            )
+            return RoleOutcome(False, failure="prompt_too_long")
+        _count_tokens(usage, response, backend, model)
         parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
         for issue in parsed.issues:
             state.error(issue.code, issue.message, role=role, cycle=cycle)
@@ -132,6 +155,16 @@ def _count_turn(
     state.emit("turn", role=role, cycle=cycle, turn=turn)
 
 
+def _count_tokens(usage: RoleUsage, response: ChatResponse, backend: Any, model: str) -> None:
+    """Add one turn's server-reported tokens to the role's usage; note the delivery mode."""
+    usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
+    usage.prompt_tokens += response.prompt_tokens or 0
+    usage.completion_tokens += response.completion_tokens or 0
+    delivery = getattr(backend, "delivery", None)
+    if isinstance(delivery, dict) and isinstance(delivery.get(model), str):
+        usage.tool_results = delivery[model]
+
+
 def _ask_again(
     state: RunState, ctx: Context, parsed: ParsedReply, *, role: Role, cycle: int | None
 ) -> None:
@@ -163,10 +196,17 @@ def _ask(
     carries ``duration_ms`` and the server's ``prompt_tokens``/``completion_tokens`` (None when
     it reported none) and ``finish_reason``.
 
+    The request runs in its own ``REQUEST_SCOPE``: when it is abandoned (interrupt, or the
+    run's ``max_seconds``), its connection is shut down so the helper thread stops reading
+    and the server sees the client go.
+
     Raises:
         Interrupted: ``Runtime.interrupt()`` was called while the request was in flight.
+        RunEnded: the run's ``max_seconds`` ran out while it was in flight (``budget_time``).
         BackendError: the model server failed.
     """
+    from flow_core.models._http import REQUEST_SCOPE, RequestScope
+
     received = {"tokens": 0, "chars": 0}
 
     def meter(chars: int) -> None:
@@ -183,12 +223,20 @@ def _ask(
         format=format,
     )
     started = time.perf_counter()
+    scope = RequestScope()
     token = STREAM_METER.set(meter)
+    scoped = REQUEST_SCOPE.set(scope)
     try:
-        response = call_interruptibly(chat, lambda: state.stop, name=f"flow-{role}-model")
+        response = call_interruptibly(
+            chat, lambda: state.stop or state.past_deadline(), name=f"flow-{role}-model"
+        )
     except Abandoned:
-        raise Interrupted from None
+        scope.abort()
+        if state.stop:
+            raise Interrupted from None
+        raise state.end_for_time() from None
     finally:
+        REQUEST_SCOPE.reset(scoped)
         STREAM_METER.reset(token)
         state.model_ms += (time.perf_counter() - started) * 1000.0
     state.emit(

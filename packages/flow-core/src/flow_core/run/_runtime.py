@@ -350,7 +350,10 @@ class Runtime:
 
     def _new_state(self, task: str | None = None) -> RunState:
         return RunState(
-            max_tool_calls=self.config.agent.max_tool_calls, on_event=self._on_event, task=task
+            max_tool_calls=self.config.agent.max_tool_calls,
+            on_event=self._on_event,
+            task=task,
+            max_seconds=self.config.agent.max_seconds,
         )
 
     def _report(self, kind: str, status: ReportStatus, *, ok: bool) -> Report:

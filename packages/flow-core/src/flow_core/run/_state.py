@@ -28,7 +28,15 @@ class Interrupted(Exception):
 
 
 class RunEnded(Exception):
-    """A run-wide budget was spent (tool calls): stop every role."""
+    """A run-wide budget was spent: stop every role.
+
+    Attributes:
+        code: the budget's error code, ``budget_tool_calls`` or ``budget_time``.
+    """
+
+    def __init__(self, code: str = "budget_tool_calls") -> None:
+        super().__init__(code)
+        self.code = code
 
 
 @dataclass
@@ -66,6 +74,8 @@ class RunState:
     final_checks: list[CheckResult] = field(default_factory=list)
     verification: Verification | None = None
     journal: Journal = NULL_JOURNAL  # the run's record in the run store (``_journal``)
+    max_seconds: float | None = None  # the run's wall-clock limit (``agent.max_seconds``)
+    out_of_time: bool = False
     _ledger: ToolLedger | None = field(default=None, init=False, repr=False)
 
     @property
@@ -115,7 +125,29 @@ class RunState:
         """Record one error for the report (``code`` from ``flow_core.ERROR_CODES``)."""
         self.errors.append(ErrorInfo(code=code, message=message, role=role, cycle=cycle))
 
+    def past_deadline(self) -> bool:
+        """Whether the run's ``max_seconds`` (wall clock, seconds) has run out."""
+        return self.max_seconds is not None and self.elapsed_ms() >= self.max_seconds * 1000.0
+
+    def end_for_time(self) -> RunEnded:
+        """Record ``budget_time`` once and return the ``RunEnded`` that stops every role."""
+        if not self.out_of_time:
+            self.out_of_time = True
+            self.error(
+                "budget_time",
+                f"the run reached its wall-clock limit of {self.max_seconds:g} s "
+                "(agent.max_seconds); the model request in flight was closed",
+            )
+        return RunEnded("budget_time")
+
     def check_stop(self) -> None:
         """Raise ``Interrupted`` when the run was asked to stop."""
         if self.stop:
             raise Interrupted
+
+    def check_time(self) -> None:
+        """Raise ``Interrupted`` when asked to stop, ``RunEnded("budget_time")`` when the
+        run's ``max_seconds`` ran out (inside a role only: ``RunDriver`` catches it)."""
+        self.check_stop()
+        if self.past_deadline():
+            raise self.end_for_time()
