@@ -95,6 +95,7 @@ class StdioTakeover:
         self.stdin_fd = -1
         self.closed_at_start: frozenset[int] = frozenset()
         self._saved_stdout: TextIO | None = None
+        self._swapped = False
 
     def __enter__(self) -> StdioTakeover:
         _flush_stdout()
@@ -117,7 +118,8 @@ class StdioTakeover:
         except BaseException:
             self._restore()
             raise
-        self._saved_stdout = sys.stdout
+        self._saved_stdout = sys.stdout  # None when descriptor 1 was closed at startup
+        self._swapped = True
         sys.stdout = sys.stderr
         return self
 
@@ -128,9 +130,10 @@ class StdioTakeover:
         tb: TracebackType | None,
     ) -> None:
         _flush_stdout()
-        if self._saved_stdout is not None:
+        if self._swapped:
             sys.stdout = self._saved_stdout
             self._saved_stdout = None
+            self._swapped = False
         self._restore()
 
     def _restore(self) -> None:
