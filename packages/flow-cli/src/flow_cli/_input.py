@@ -22,20 +22,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-def state_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> Path:
-    """Flow's per-user state folder: ``$XDG_STATE_HOME/flow`` or ``~/.local/state/flow``.
-
-    The XDG Base Directory Specification ("XDG_STATE_HOME") says a relative value is to be
-    ignored, so only an absolute ``XDG_STATE_HOME`` is used.
-    """
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_STATE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".local" / "state"
-    return root / "flow"
-
-
 def history_path() -> Path:
-    """Where the TUI's input history lives (see ``state_dir``)."""
+    """Where the TUI's input history lives: ``flow_core.state_dir() / "history"``."""
+    from flow_core import state_dir
+
     return state_dir() / "history"
 
 

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     )
     from flow_core._signals import Interrupts
     from flow_core._stdio import StdioTakeover
+    from flow_core._xdg import state_dir
     from flow_core.config._load import load_config, user_config_path
     from flow_core.config._schema import (
         AgentConfig,
@@ -129,6 +130,7 @@ _EXPORTS: dict[str, str] = {
     "ErrorCategory": "flow_core._catalogue",
     "Explanation": "flow_core._catalogue",
     "error_category": "flow_core._catalogue",
+    "state_dir": "flow_core._xdg",
     "explain_error": "flow_core._catalogue",
     "error_report": "flow_core._outcome",
     "exit_code_for": "flow_core._outcome",
@@ -291,5 +293,6 @@ __all__ = [
     "report_json_schema",
     "role_tools",
     "run_check",
+    "state_dir",
     "user_config_path",
 ]

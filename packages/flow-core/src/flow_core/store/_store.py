@@ -32,12 +32,9 @@ _META_LIMIT = 1024 * 1024
 def default_store_root(environ: Mapping[str, str] | None = None) -> Path:
     """``$XDG_STATE_HOME/flow/runs``; ``~/.local/state/flow/runs`` when it is unset, empty or
     relative (XDG Base Directory Specification, "XDG_STATE_HOME")."""
-    env = os.environ if environ is None else environ
-    state = env.get("XDG_STATE_HOME", "")
-    if not state or not os.path.isabs(state):
-        home = env.get("HOME") or os.path.expanduser("~")
-        state = os.path.join(home, ".local", "state")
-    return Path(os.path.normpath(state)) / "flow" / "runs"
+    from flow_core._xdg import state_dir
+
+    return state_dir(environ) / "runs"
 
 
 _clock = {"last_us": 0}
