@@ -261,12 +261,14 @@ def test_private_copy_skips_generated_folders(tmp_path: Path, ws: Path) -> None:
     (ws / ".venv").mkdir()
     (ws / ".venv" / "x").write_text("x")
     (ws / "link").symlink_to("/etc/passwd")
+    os.mkfifo(ws / "pipe")  # shutil refuses FIFOs: it must be skipped, not fail the copy
     tree = prepare_tree(ws, tmp_path / "copy")
     try:
         assert tree.kind == "copy"
         assert (tree.root / "a.py").exists()
         assert not (tree.root / ".venv").exists()
         assert os.readlink(tree.root / "link") == "/etc/passwd"
+        assert not (tree.root / "pipe").exists()
     finally:
         remove_tree(tree)
     assert not (tmp_path / "copy").exists()

@@ -148,13 +148,24 @@ def _copy(workspace: Path, dest: Path) -> IsolatedTree:
                 "repository (an isolated run then uses a worktree) or run without --isolate",
                 code="isolate_failed",
             )
-    shutil.copytree(
-        workspace,
-        dest,
-        symlinks=True,
-        ignore=lambda parent, names: [n for n in names if is_generated_dir(parent, n)],
-    )
+    shutil.copytree(workspace, dest, symlinks=True, ignore=_not_copied)
     return IsolatedTree("copy", dest, dest)
+
+
+def _not_copied(directory: str, names: list[str]) -> list[str]:
+    """Generated folders, and anything that is not a directory, file or link: shutil refuses
+    a FIFO, socket or device, and one such entry would fail the whole copy."""
+    skipped: list[str] = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+        except OSError:
+            skipped.append(name)
+            continue
+        plain = stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)
+        if not plain or is_generated_dir(directory, name):
+            skipped.append(name)
+    return skipped
 
 
 def prepare_tree(workspace: Path, dest: Path) -> IsolatedTree:
