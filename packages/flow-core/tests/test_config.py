@@ -308,17 +308,15 @@ def test_relative_explicit_file_is_taken_from_cwd(
 # --- protected operator files ----------------------------------------------------------------
 
 
-def test_operator_file_inside_workspace_is_protected(ws: Path, env: dict[str, str]) -> None:
+def test_operator_file_inside_workspace_is_refused(ws: Path, env: dict[str, str]) -> None:
+    """A --config the model's file tools could write is never loaded (config/_guard.py)."""
     f = write(ws / "flow-operator.toml", f'workspace_dir = "{ws}"\n')
     nested = write(ws / "ops" / "flow.toml", f'workspace_dir = "{ws}"\n')
-    assert load_config(config_file=f, environ=env).config.protected == (
-        *DEFAULT_PROTECTED,
-        "flow-operator.toml",
-    )
-    assert load_config(config_file=nested, environ=env).config.protected == (
-        *DEFAULT_PROTECTED,
-        "ops/flow.toml",
-    )
+    for path in (f, nested):
+        err = error_of(config_file=path, environ=env)
+        assert err.code == "config_unsafe"
+        assert "lies inside the workspace" in str(err)
+        assert "fix:" in str(err)
 
 
 def test_user_file_inside_workspace_is_protected(tmp_path: Path, env: dict[str, str]) -> None:
@@ -334,16 +332,24 @@ def test_operator_file_outside_is_not_protected(
     assert load_config(config_file=f, environ=env).config.protected == DEFAULT_PROTECTED
 
 
-def test_protected_through_a_symlinked_workspace(
+def test_refused_through_a_symlinked_workspace(
     tmp_path: Path, ws: Path, env: dict[str, str]
 ) -> None:
     link = tmp_path / "link"
     link.symlink_to(ws)
     f = write(ws / "flow.toml", f'workspace_dir = "{link}"\n')
-    assert load_config(config_file=f, environ=env).config.protected == (
-        *DEFAULT_PROTECTED,
-        "flow.toml",
-    )
+    assert error_of(config_file=f, environ=env).code == "config_unsafe"
+    assert error_of(config_file=link / "flow.toml", environ=env).code == "config_unsafe"
+
+
+def test_operator_file_writable_by_others_is_refused(
+    tmp_path: Path, ws: Path, env: dict[str, str]
+) -> None:
+    f = op_file(tmp_path, f'workspace_dir = "{ws}"\n')
+    f.chmod(0o666)
+    err = error_of(config_file=f, environ=env)
+    assert err.code == "config_unsafe"
+    assert "writable by group and others" in str(err)
 
 
 def test_agent_launcher_files_are_protected_by_default(ws: Path) -> None:
@@ -353,13 +359,6 @@ def test_agent_launcher_files_are_protected_by_default(ws: Path) -> None:
     # A caller that passes its own list cannot drop them.
     cfg = FlowConfig.model_validate({"workspace_dir": str(ws), "protected": ["ops.toml"]})
     assert cfg.protected == (*DEFAULT_PROTECTED, "ops.toml")
-
-
-def test_an_operator_file_named_like_a_launcher_is_listed_once(
-    ws: Path, env: dict[str, str]
-) -> None:
-    f = write(ws / ".claude" / "settings.json", f'workspace_dir = "{ws}"\n')
-    assert load_config(config_file=f, environ=env).config.protected == DEFAULT_PROTECTED
 
 
 # --- errors: each names the file, the dotted key and the fix ---------------------------------

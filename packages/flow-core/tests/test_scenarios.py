@@ -547,7 +547,10 @@ def test_context_budget_trims_old_tool_output_and_never_sends_more(
     last = backend.requests[-1].messages
     assert any("removed to fit the context budget" in m.content for m in last if m.role == "tool")
     assert last[-1].role == "tool"
-    assert last[-1].content.startswith("big.txt: lines 1-1 of 1\n1\t" + "z" * 2_000 + "\n")
+    # The planner's tool output arrives fenced as workspace data (run/_fence.py).
+    assert last[-1].content.startswith("<<<WORKSPACE DATA ")
+    inner = last[-1].content.split("\n", 1)[1]
+    assert inner.startswith("big.txt: lines 1-1 of 1\n1\t" + "z" * 2_000 + "\n")
     assert report.budgets is not None
     assert report.budgets.context_chars.used <= limit
 

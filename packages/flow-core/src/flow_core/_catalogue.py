@@ -78,6 +78,9 @@ _FLOW_CODES: dict[str, str] = {
     "the config was loaded (replaced or re-linked); review it, then start Flow again",
     "sandbox_unavailable": 'sandbox.mode = "bwrap" but bubblewrap cannot run here; install the '
     'bubblewrap package, or set sandbox.mode = "auto" to run checks unjailed with a warning',
+    "check_evidence": "the check exited 0 but its structured test results do not prove a pass "
+    "(missing, unparsable, no test, a failure, or a baseline test removed, renamed or newly "
+    "skipped); the message lists which",
     # model tools (tools/_toolbox.py)
     "tool_unknown": "the model called a tool its role does not have",
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",

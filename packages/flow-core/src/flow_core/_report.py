@@ -55,6 +55,15 @@ class CheckSpec(_Model):
     )
 
 
+class ResultCounts(_Model):
+    """Tests by outcome in one check's structured results (JUnit XML)."""
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+
+
 class CheckResult(_Model):
     """The outcome of running one named check."""
 
@@ -75,6 +84,25 @@ class CheckResult(_Model):
         default=None, description='why it ran with sandbox "none", or what the jail lacked'
     )
 
+    results: Literal["junit"] | None = Field(
+        default=None, description='the structured results the check declares (results = "junit")'
+    )
+    evidence: Literal["test_results", "exit_status"] = Field(
+        default="exit_status",
+        description="what a pass rests on: the parsed test results compared with the baseline, "
+        "or the exit status alone (a check without structured results)",
+    )
+    tests: ResultCounts | None = Field(default=None, description="tests by outcome, when parsed")
+    fixed_tests: list[str] = Field(
+        default_factory=list,
+        description="test ids that failed at baseline and pass now: the evidence of the fix",
+    )
+    evidence_problems: list[str] = Field(
+        default_factory=list,
+        description="why the results do not prove a pass (missing, unparsable, no test, a "
+        "failure, a baseline test removed, renamed or newly skipped)",
+    )
+
 
 class SandboxStatus(_Model):
     """Whether named checks run jailed on this machine (the operator's ``[sandbox]``)."""
@@ -86,6 +114,39 @@ class SandboxStatus(_Model):
     reason: str | None = Field(
         default=None, description="why bubblewrap is unusable, or a warning about the jail"
     )
+
+
+class BaselineResult(_Model):
+    """One check with structured results, run once before the coder started."""
+
+    name: str
+    status: CheckStatus
+    exit_code: int | None = None
+    tests: ResultCounts | None = None
+    failing: list[str] = Field(
+        default_factory=list, description="test ids that failed or errored at baseline"
+    )
+    problem: str | None = Field(
+        default=None, description="why the baseline recorded no test ids (then none are required)"
+    )
+
+
+class OutsideChange(_Model):
+    """A workspace change that Flow's file tools did not make (a check, a tool, a person)."""
+
+    path: str
+    change: Literal["added", "removed", "modified", "type_changed", "mode_changed"]
+    detail: str = ""
+
+
+class TreeWatch(_Model):
+    """The whole-tree fingerprint (generated folders excluded) of the last comparison."""
+
+    files: int = Field(description="files and links recorded")
+    hashed_files: int = Field(description="files whose content was read (the rest: stat only)")
+    hashed_bytes: int
+    complete: bool = Field(description="false when the tree passed a bound; it then vetoes")
+    problem: str | None = None
 
 
 class CoverageEntry(_Model):
@@ -255,8 +316,24 @@ class Report(_Model):
     verification: Verification | None = None
     verification_history: list[CycleRecord] = Field(default_factory=list)
     plan: str | None = None
-    changed_files: list[str] = Field(default_factory=list)
-    diff: str = ""
+    changed_files: list[str] = Field(
+        default_factory=list, description="files changed through Flow's tools"
+    )
+    diff: str = Field(
+        default="", description="unified diff of changed_files and of every outside change"
+    )
+    baseline: list[BaselineResult] = Field(
+        default_factory=list, description="checks with structured results, before the coder"
+    )
+    fixed_tests: list[str] = Field(
+        default_factory=list,
+        description='"CHECK: TEST_ID" for each test that failed at baseline and passes now',
+    )
+    outside_changes: list[OutsideChange] = Field(
+        default_factory=list,
+        description="changes Flow's tools did not make; each one vetoes verification",
+    )
+    tree: TreeWatch | None = None
     roles: dict[str, RoleUsage] = Field(default_factory=dict)
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     budgets: Budgets | None = None

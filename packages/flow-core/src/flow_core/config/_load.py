@@ -14,7 +14,9 @@ earlier one whole (an argv is never stitched together from two files).
 Every problem is a ``ConfigError`` whose message names the file, the dotted key and the fix,
 in the TOML file's own terms (array, table, string, integer, boolean), never pydantic's.
 Codes: ``config_invalid`` (bad value, unknown key, missing workspace), ``config_syntax``
-(TOML syntax, not UTF-8), ``config_not_found`` (explicit file missing or unreadable).
+(TOML syntax, not UTF-8), ``config_not_found`` (explicit file missing or unreadable),
+``config_unsafe`` (the explicit file lies inside the workspace or others can write it; see
+``config/_guard.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pydantic import ValidationError
 
 from flow_core._errors import ConfigError
 from flow_core._protocols import ROLES
+from flow_core.config._guard import check_config_location
 from flow_core.config._messages import translate, type_name
 from flow_core.config._schema import FlowConfig, LoadedConfig
 
@@ -221,7 +224,8 @@ def load_config(
             file, TOML syntax errors (with line), unknown keys, wrong types, a relative,
             missing or non-directory workspace, ``workspace_dir`` written after a table,
             a non-loopback ``base_url`` without ``allow_remote``, a check with an empty argv
-            or an empty argument, and a bad check name.
+            or an empty argument, and a bad check name; code ``config_unsafe`` for a
+            ``config_file`` inside the workspace or writable by others.
     """
     env = os.environ if environ is None else environ
     files: list[Path] = []
@@ -265,6 +269,10 @@ def load_config(
             sources[-1] if sources else None,
             None if workspace is None else os.fspath(workspace),
         ) from err
+    if config_file is not None:
+        # The operator file chooses the commands Flow runs: never one the model or another
+        # user can write (config/_guard.py).
+        check_config_location(config_file, cfg.workspace_dir)
     inside = _protected(sources, cfg.workspace_dir)
     if inside:
         protected = tuple(dict.fromkeys((*cfg.protected, *inside)))

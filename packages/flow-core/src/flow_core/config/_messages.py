@@ -145,6 +145,13 @@ def _explain(e: Mapping[str, Any], loc: tuple[str | int, ...], dotted: str) -> t
         return "this entry is an empty string", (
             'remove it or write a language ("python"), an extension (".py") or "*"'
         )
+    if kind == "junit_placeholder_missing":
+        return str(e["msg"]), (
+            "put it where the tool takes its JUnit XML path, e.g. "
+            'cmd = ["python", "-m", "pytest", "-q", "--junitxml={junit_xml}"]'
+        )
+    if kind == "junit_results_missing":
+        return str(e["msg"]), 'add results = "junit" to this check, or remove {junit_xml}'
     if kind == "nul_argument":
         return "this argument contains a NUL character", (
             "remove the NUL character (\\u0000) from it"

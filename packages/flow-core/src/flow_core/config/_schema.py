@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -36,6 +37,7 @@ from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
 from flow_core.config._runs import RunsConfig
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify._junit import JUNIT_PLACEHOLDER
 
 #: ``tool_results``: how tool results reach the model (``flow_core.models._delivery``).
 ToolResults = Literal["auto", "native", "user"]
@@ -190,6 +192,9 @@ class CheckConfig(BaseModel):
         executable_id: ``(st_dev, st_ino)`` of the file ``executable`` names (symlinks followed)
             at load: the executable's pinned identity. A check whose executable no longer has
             this identity when it runs is refused (``check_executable_changed``).
+        results: ``"junit"`` when the check writes JUnit XML test results to the path Flow
+            puts in place of ``{junit_xml}`` in ``cmd`` (required there); None (default): the
+            check's pass rests on its exit status alone (``verify/_junit.py``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -201,6 +206,24 @@ class CheckConfig(BaseModel):
     filetypes: tuple[str, ...] = ()
     executable: str | None = None
     executable_id: tuple[int, int] | None = None
+    results: Literal["junit"] | None = None
+
+    @model_validator(mode="after")
+    def _results_placeholder(self) -> CheckConfig:
+        has = any(JUNIT_PLACEHOLDER in arg for arg in self.cmd)
+        if self.results == "junit" and not has:
+            raise PydanticCustomError(
+                "junit_placeholder_missing",
+                'results = "junit" needs the placeholder {placeholder} in cmd',
+                {"placeholder": JUNIT_PLACEHOLDER},
+            )
+        if self.results is None and has:
+            raise PydanticCustomError(
+                "junit_results_missing",
+                'cmd uses {placeholder} but the check does not set results = "junit"',
+                {"placeholder": JUNIT_PLACEHOLDER},
+            )
+        return self
 
     @field_validator("cmd", "filetypes", mode="before")
     @classmethod

@@ -7,12 +7,17 @@
 
    a. **coder**: fresh context (task, plan, the previous cycle's failures and findings), write
       tools and ``run_check``;
+   (before the first cycle: the baseline run of the checks with structured results, and
+   the whole tree's base fingerprint; ``run/_evidence.py``)
+
    b. fingerprints of every edited file and the editor's freshness snapshot are taken;
    c. the host runs **every** configured check in config order and, with an editor attached,
       Rose's native linter over the changed source files;
    d. **reviewer**: fresh context, read-only tools, a reply validated by ``ReviewReply``; it
       runs only when the coder completed and every required check passed;
-   e. fingerprints and freshness again; the gate (``flow_core.verify``) judges the conditions;
+   e. fingerprints and freshness again, and the whole tree compared with its base (every
+      change Flow's tools did not make is a gate reason); the gate (``flow_core.verify``)
+      judges the conditions;
    f. verified → stop; otherwise failures and findings feed the next cycle.
 """
 
@@ -59,6 +64,8 @@ class RunDriver:
     backend: Callable[[], ChatBackend]
     toolbox: Callable[[Role, int | None], ToolBox]
     run_check: Callable[[str, int | None], CheckResult]
+    baseline: Callable[[], None] = lambda: None
+    watch: Callable[[Mapping[str, str | None]], list[str]] = lambda written: []
 
     def run(self, task: str) -> ReportStatus:
         """Plan, then cycle until verified or out of cycles; returns the report status."""
@@ -76,6 +83,9 @@ class RunDriver:
             state.error("not_trusted", reason)
             state.verification = blocked_verification([reason], within_budgets=True)
             return "read_only"
+        # The evidence later checks are judged by: the baseline test results and the whole
+        # tree's base fingerprint (run/_evidence.py), both before the coder writes anything.
+        self.baseline()
         feedback = ""
         for cycle in range(1, self.config.agent.max_cycles + 1):
             state.cycles = cycle
@@ -155,6 +165,8 @@ class RunDriver:
         if state.out_of_time and not any("budget_time" in r for r in budget_reasons):
             budget_reasons.append("the run's wall-clock limit ran out (budget_time)")
         hashes_reviewed = self.changes.hashes()
+        # The whole tree: anything Flow's tools did not write, since the coder started.
+        outside = self.watch(hashes_checked)
         fresh_reviewed = self._freshness(cycle)
         snapshot_equal = (
             fresh_checked is not None
@@ -180,6 +192,7 @@ class RunDriver:
                 hashes_after_review=hashes_reviewed,
                 freshness_equal=snapshot_equal,
                 dirty_buffers=dirty,
+                outside_changes=outside,
             )
         )
         state.verification = verification

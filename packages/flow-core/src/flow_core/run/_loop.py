@@ -19,6 +19,7 @@ from flow_core._errors import BackendError
 from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
 from flow_core._report import RoleUsage
 from flow_core.run._context import Context
+from flow_core.run._fence import fence
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
@@ -312,9 +313,11 @@ def _answer_calls(
             ok=outcome.ok,
             detail=tool_event_detail(outcome.id, state.ledger.records[-1]),
         )
-        ctx.add(
-            ChatMessage(role="tool", content=outcome.content, tool_call_id=call.id, name=call.name)
-        )
+        content = outcome.content
+        if role != "coder":
+            # Planner and reviewer judge workspace text: it reaches them marked as data.
+            content = fence(f"{call.name} output", content)
+        ctx.add(ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name))
     for issue in parsed.issues:
         if issue.tool_call_id and issue.tool_call_id not in answered:
             answered.add(issue.tool_call_id)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from flow_core.run._fence import DATA_NOTICE, fence
+
 if TYPE_CHECKING:
     from flow_core._report import CheckResult, Review, Verification
     from flow_core.config import CheckConfig
@@ -41,8 +43,8 @@ def checks_text(checks: Mapping[str, CheckConfig]) -> str:
 
 
 def planner_prompt(task: str, checks: Mapping[str, CheckConfig]) -> str:
-    """The planner's user message."""
-    return f"Task:\n{task}\n\n{checks_text(checks)}"
+    """The planner's user message (its read tools' output comes fenced, ``_fence.py``)."""
+    return f"{DATA_NOTICE}\n\nTask:\n{task}\n\n{checks_text(checks)}"
 
 
 def coder_prompt(
@@ -66,9 +68,13 @@ def reviewer_prompt(
         f"- {r.name} ({r.kind}, {'required' if r.required else 'optional'}): {r.status}"
         for r in checks
     )
+    # The plan was written from workspace files and the diff is workspace text: both are
+    # fenced as data with ids the coder never saw (_fence.py).
     return (
-        f"Task:\n{task}\n\nPlan:\n{plan}\n\nChecks run by the host:\n{summary}\n\n"
-        f"Diff:\n{diff or '(no changes)'}\n\nReply with the JSON review object only."
+        f"{DATA_NOTICE}\n\nTask:\n{task}\n\nPlan:\n{fence('plan', plan or '')}\n\n"
+        f"Checks run by the host:\n{summary}\n\n"
+        f"Diff:\n{fence('diff', diff) if diff else '(no changes)'}\n\n"
+        "Reply with the JSON review object only."
     )
 
 
@@ -79,14 +85,19 @@ def feedback_text(
     review: Review | None,
 ) -> str:
     """What the next coder cycle is told: failed checks, the rejection, the gate's reasons."""
-    lines = [f"Cycle {cycle} was not verified. Fix the following and finish again."]
+    lines = [
+        f"Cycle {cycle} was not verified. Fix the following and finish again.",
+        DATA_NOTICE,
+    ]
     for r in checks:
         if r.status != "passed":
             lines.append(f"Check {r.name} {r.status} (exit code {r.exit_code}):")
             if r.error is not None:
                 lines.append(r.error.message)
             if r.output_tail:
-                lines.append(r.output_tail[-FEEDBACK_TAIL_CHARS:])
+                lines.append(
+                    fence(f"output of check {r.name}", r.output_tail[-FEEDBACK_TAIL_CHARS:])
+                )
     if review is not None and not review.approved:
         lines.append(f"Reviewer: {review.summary}")
         lines.extend(f"- {f}" for f in review.findings)

@@ -23,6 +23,7 @@ from flow_core._report import (
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
     from flow_core.run._changes import ChangeTracker
+    from flow_core.run._evidence import RunEvidence
     from flow_core.run._state import RunState
 
 __all__ = ["blocked_verification", "build_report", "check_specs", "status_report"]
@@ -92,6 +93,7 @@ def build_report(
     sources: Sequence[str],
     state: RunState,
     changes: ChangeTracker,
+    evidence: RunEvidence | None = None,
 ) -> Report:
     """The report of a check run (``kind="check"``) or a run (``kind="run"``).
 
@@ -106,6 +108,9 @@ def build_report(
         and state.verification.verified
     )
     agent = config.agent
+    diff = changes.diff() if is_run and changes.pre else ""
+    if is_run and evidence is not None and evidence.outside:
+        diff += evidence.diff(changes.read_disk)
     return Report(
         kind=kind,  # type: ignore[arg-type]
         ok=verified if is_run else ok,
@@ -123,7 +128,11 @@ def build_report(
         verification_history=list(state.history),
         plan=state.plan,
         changed_files=changes.changed_files() if is_run and changes.pre else [],
-        diff=changes.diff() if is_run and changes.pre else "",
+        diff=diff,
+        baseline=list(evidence.baseline_records) if evidence is not None and is_run else [],
+        fixed_tests=[f"{r.name}: {t}" for r in state.final_checks for t in r.fixed_tests],
+        outside_changes=evidence.outside_changes() if evidence is not None and is_run else [],
+        tree=evidence.tree if evidence is not None and is_run else None,
         roles=dict(state.roles),
         tool_calls=list(state.ledger.records),
         budgets=Budgets(

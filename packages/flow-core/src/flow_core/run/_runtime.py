@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import (
@@ -27,6 +27,7 @@ from flow_core._errors import (
 from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
 from flow_core._report import CheckResult, Report, ReportStatus
 from flow_core.run._changes import ChangeTracker
+from flow_core.run._evidence import RunEvidence, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
 from flow_core.run._preflight import config_hints, preflight
 from flow_core.run._reporting import build_report, status_report
@@ -99,6 +100,7 @@ class Runtime:
         self._workspace: Workspace | None = None
         self._editor_schemas: list[dict[str, Any]] | None = None
         self._changes = ChangeTracker(self._get_workspace)
+        self._evidence = RunEvidence()
         self._state = self._new_state()
 
     # -- public API -----------------------------------------------------------------------------
@@ -154,6 +156,7 @@ class Runtime:
 
         require_sandbox(self.config.sandbox)
         state = self._state = self._new_state()
+        self._evidence = RunEvidence()
         names = [name] if name is not None else list(self.config.checks)
         status: ReportStatus
         try:
@@ -242,6 +245,7 @@ class Runtime:
         state = self._state = self._new_state(task)
         state.journal = journal
         self._changes = ChangeTracker(self._get_workspace)
+        self._evidence = RunEvidence()
         state.emit("run_started", detail={"task": task[:200]})
         journal.note("run_started", task=task, workspace=str(self.config.workspace_dir))
         status: ReportStatus
@@ -262,6 +266,8 @@ class Runtime:
                 backend=self._get_backend,
                 toolbox=self._toolbox,
                 run_check=self._run_one_check,
+                baseline=self._baseline,
+                watch=self._watch,
             ).run(task)
         except (KeyboardInterrupt, Interrupted):
             _kill_check_groups(self)
@@ -366,6 +372,7 @@ class Runtime:
             sources=self._config_sources,
             state=self._state,
             changes=self._changes,
+            evidence=self._evidence,
         )
 
     def _get_backend(self) -> ChatBackend:
@@ -384,16 +391,20 @@ class Runtime:
             )
         return self._workspace
 
-    def _run_one_check(self, name: str, cycle: int | None) -> CheckResult:
+    def _run_one_check(
+        self, name: str, cycle: int | None, *, baseline: bool = False
+    ) -> CheckResult:
         state = self._state
         state.check_stop()
-        check = self.config.checks[name]
-        state.emit("check_started", cycle=cycle, name=name)
+        # A check with structured results writes them to a private folder outside the
+        # workspace; they are judged against the baseline (run/_evidence.py).
+        prepared = prepare(self.config.checks[name], self.config.workspace_dir)
+        state.emit("check_started", cycle=cycle, name=name, detail={"baseline": baseline})
         from flow_core.verify._checks import run_check
 
         result = run_check(
             name,
-            check,
+            prepared.check,
             cwd=self.config.workspace_dir,
             editor=self._editor,
             owner=self,
@@ -401,6 +412,7 @@ class Runtime:
             sandbox=self.config.sandbox,
             protected=self.config.protected,
         )
+        result = self._evidence.conclude(result, prepared, baseline=baseline)
         state.journal.check(result, cycle)
         state.checks_ms += result.duration_ms
         state.emit(
@@ -408,7 +420,11 @@ class Runtime:
             cycle=cycle,
             name=name,
             ok=result.status == "passed",
-            detail={"status": result.status, "duration_ms": result.duration_ms},
+            detail={
+                "status": result.status,
+                "duration_ms": result.duration_ms,
+                "baseline": baseline,
+            },
         )
         if result.status == "interrupted":
             state.stop = True
@@ -434,6 +450,19 @@ class Runtime:
                 "run_store_unusable",
                 f"the run record cannot keep the pre-image of {path} ({err}); write refused",
             ) from err
+
+    def _baseline(self) -> None:
+        """Before the coder starts: run each check with structured results once, then take
+        the whole tree's base fingerprint (``run/_evidence.py``)."""
+        for name, check in self.config.checks.items():
+            if check.results is not None:
+                self._run_one_check(name, None, baseline=True)
+        self._state.check_stop()
+        self._evidence.watch_start(self.config.workspace_dir)
+
+    def _watch(self, written: Mapping[str, str | None]) -> list[str]:
+        """After a review: every change Flow's tools did not make, as gate reasons."""
+        return self._evidence.watch_check(self.config.workspace_dir, written)
 
     def _check_editor_workspace(self, editor: EditorBridge) -> None:
         """Rose's resolved workspace must be Flow's (``docs/architecture.md``, "Rose").

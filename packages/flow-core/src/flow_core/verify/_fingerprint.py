@@ -341,6 +341,11 @@ def compare(
         if path in written:
             actual = new.digest if new is not None and new.kind == "file" else None
             if actual == written[path]:
+                # Flow's writes keep an existing file's mode: a new mode came from elsewhere.
+                if old is not None and new is not None and old.kind == "file":
+                    change = _change(path, old, _state_like(new, old.digest))
+                    if change is not None:
+                        out.append(change)
                 continue
             if new is None:
                 out.append(TreeChange(path, "removed", "removed after Flow's tool wrote it"))
@@ -358,6 +363,13 @@ def compare(
         if change is not None:
             out.append(change)
     return out
+
+
+def _state_like(state: FileState, digest: str) -> FileState:
+    """``state`` with another digest (to compare only what else differs)."""
+    return FileState(
+        state.kind, state.size, state.mode, state.ino, state.mtime_ns, state.ctime_ns, digest
+    )
 
 
 def _change(path: str, old: FileState | None, new: FileState | None) -> TreeChange | None:

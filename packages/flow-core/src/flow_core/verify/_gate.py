@@ -6,8 +6,9 @@ Source: ``docs/architecture.md``, section "What verified means". A run is verifi
 2. at least one required named check ran, and every required check passed;
 3. every file changed through Flow has passing static analysis for its language;
 4. a separate read-only reviewer returned a valid structured approval;
-5. the edited files did not change between verification and the end of review, and no editor
-   buffer is dirty.
+5. the edited files did not change between verification and the end of review, no editor
+   buffer is dirty, and nothing else in the workspace changed outside Flow's tools since the
+   coder started (the whole-tree fingerprint).
 
 Nothing here asks the model anything: the inputs are check results, hashes, editor freshness
 and the validated review that the runtime recorded.
@@ -99,6 +100,9 @@ class GateFacts:
         freshness_equal: the editor snapshot was the same before the checks and after review
             (True when no editor is attached).
         dirty_buffers: unsaved buffers at the end of review.
+        outside_changes: one reason per workspace change Flow's tools did not make (the
+            whole-tree fingerprint, ``run/_evidence.py``), or that the tree could not be
+            watched whole; any of them fails condition 5.
     """
 
     within_budgets: bool
@@ -114,6 +118,7 @@ class GateFacts:
     review_reason: str = "no review"
     freshness_equal: bool = True
     dirty_buffers: Sequence[str] = ()
+    outside_changes: Sequence[str] = ()
 
 
 def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry], bool]:
@@ -214,6 +219,10 @@ def _unchanged(facts: GateFacts, reasons: list[str]) -> bool:
         ok = False
     if not facts.freshness_equal:
         reasons.append("editor workspace snapshot changed during verification/review")
+        ok = False
+    if facts.outside_changes:
+        # The whole tree (run/_evidence.py): what Flow's tools did not write is unverified.
+        reasons.extend(facts.outside_changes)
         ok = False
     if facts.dirty_buffers:
         reasons.append("unsaved editor buffers: " + ", ".join(sorted(facts.dirty_buffers)))
