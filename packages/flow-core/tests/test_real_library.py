@@ -35,7 +35,11 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def last_tool_output(messages: Sequence[ChatMessage]) -> str:
-    return next(m.content for m in reversed(messages) if m.role == "tool")
+    """The last tool result, without the data fence planner and reviewer see (run/_fence.py)."""
+    text = next(m.content for m in reversed(messages) if m.role == "tool")
+    if text.startswith("<<<WORKSPACE DATA "):
+        text = text.split("\n", 1)[1].rsplit("\n", 1)[0]
+    return text
 
 
 def call(name: str, **args: Any) -> ChatResponse:

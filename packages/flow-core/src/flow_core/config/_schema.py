@@ -37,7 +37,10 @@ from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
 from flow_core.config._runs import RunsConfig
 from flow_core.config._sandbox import SandboxConfig
-from flow_core.verify._junit import JUNIT_PLACEHOLDER
+
+#: The argv placeholder of a ``results = "junit"`` check: Flow puts the private results path
+#: there (``verify/_junit.py``).
+JUNIT_PLACEHOLDER = "{junit_xml}"
 
 #: ``tool_results``: how tool results reach the model (``flow_core.models._delivery``).
 ToolResults = Literal["auto", "native", "user"]

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 from xml.parsers import expat
 
+from flow_core.config._schema import JUNIT_PLACEHOLDER
+
 __all__ = [
     "JUNIT_PLACEHOLDER",
     "MAX_JUNIT_BYTES",
@@ -48,8 +50,6 @@ __all__ = [
     "read_junit",
 ]
 
-#: The argv placeholder a ``results = "junit"`` check must contain.
-JUNIT_PLACEHOLDER = "{junit_xml}"
 #: Largest results file read, in bytes (16 MiB).
 MAX_JUNIT_BYTES = 16 * 1024 * 1024
 #: Most test cases accepted in one results file.
