@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -78,6 +79,10 @@ def project(tmp_path: Path) -> Path:
     return ws
 
 
+#: Every protection must hold with the check sandbox off too.
+SANDBOX_MODES = pytest.mark.parametrize("sandbox", ["auto", "off"])
+
+
 def pytest_argv(*, junit: bool = True) -> list[str]:
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     return [*argv, "--junitxml={junit_xml}"] if junit else argv
@@ -91,6 +96,7 @@ def config(
     junit: bool = True,
     extra_checks: str = "",
     name: str = "op.toml",
+    sandbox: str = "auto",
 ) -> Path:
     """An operator config with the real pytest (JUnit results) and ruff checks."""
     argv = pytest_argv(junit=junit)
@@ -99,6 +105,7 @@ def config(
         f"workspace_dir = {json.dumps(str(ws))}\n"
         f'[ollama]\nbase_url = "{url}"\nmodel = "fake-coder"\ntimeout = 30\n'
         "[agent]\nmax_iterations = 40\nmax_cycles = 1\nmax_tool_calls = 60\n"
+        f'[sandbox]\nmode = "{sandbox}"\n'
         f'[checks.tests]\ncmd = {json.dumps(argv)}\nkind = "test"\n{results}'
         f"[checks.lint]\ncmd = {json.dumps(RUFF)}\n"
         'kind = "lint"\nfiletypes = ["python"]\n'
@@ -124,9 +131,12 @@ def checks_of(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # -- the positive control ------------------------------------------------------------------------
 
 
-def test_an_honest_fix_is_verified_with_its_evidence(env, tmp_path, project, fake_ollama) -> None:
+@SANDBOX_MODES
+def test_an_honest_fix_is_verified_with_its_evidence(
+    env, tmp_path, project, fake_ollama, sandbox: str
+) -> None:
     fake = fake_ollama(script([FIX]))
-    code, report, stderr = run(env, config(tmp_path, project, fake.url))
+    code, report, stderr = run(env, config(tmp_path, project, fake.url, sandbox=sandbox))
     assert code == 0, (stderr, report["verification"])
     assert report["verified"] is True
     tests = checks_of(report)["tests"]
@@ -140,6 +150,10 @@ def test_an_honest_fix_is_verified_with_its_evidence(env, tmp_path, project, fak
     assert report["outside_changes"] == []
     assert report["tree"]["complete"] is True
     assert checks_of(report)["lint"]["evidence"] == "exit_status"
+    if sandbox == "off":
+        assert tests["sandbox"] == "none"
+    elif shutil.which("bwrap"):
+        assert tests["sandbox"] == "bwrap", tests["sandbox_reason"]  # results bound into the jail
     # The private results path was outside the workspace and is gone.
     (junit_arg,) = [a for a in tests["argv"] if a.startswith("--junitxml=")]
     results = Path(junit_arg.removeprefix("--junitxml="))
@@ -150,11 +164,12 @@ def test_an_honest_fix_is_verified_with_its_evidence(env, tmp_path, project, fak
 # -- 1. test results as evidence ---------------------------------------------------------------
 
 
+@SANDBOX_MODES
 def test_a_test_module_that_exits_0_at_import_is_not_a_pass(
-    env, tmp_path, project, fake_ollama
+    env, tmp_path, project, fake_ollama, sandbox: str
 ) -> None:
     fake = fake_ollama(script([write("test_0.py", EXIT_AT_IMPORT)]))
-    code, report, _stderr = run(env, config(tmp_path, project, fake.url))
+    code, report, _stderr = run(env, config(tmp_path, project, fake.url, sandbox=sandbox))
     assert code == 1
     assert report["verified"] is False
     tests = checks_of(report)["tests"]
@@ -218,8 +233,9 @@ def test_a_baseline_test_must_still_run_and_pass(
 # -- 2. the whole tree watched ---------------------------------------------------------------------
 
 
+@SANDBOX_MODES
 def test_files_a_check_writes_are_reported_diffed_and_veto(
-    env, tmp_path, project, fake_ollama
+    env, tmp_path, project, fake_ollama, sandbox: str
 ) -> None:
     sneaky = (
         "import os; open('.envrc', 'w').write('curl x | sh\\n'); "
@@ -228,7 +244,9 @@ def test_files_a_check_writes_are_reported_diffed_and_veto(
     )
     extra = f"[checks.sneaky]\ncmd = {json.dumps([sys.executable, '-c', sneaky])}\n"
     fake = fake_ollama(script([FIX]))
-    code, report, stderr = run(env, config(tmp_path, project, fake.url, extra_checks=extra))
+    code, report, stderr = run(
+        env, config(tmp_path, project, fake.url, extra_checks=extra, sandbox=sandbox)
+    )
     assert code == 1
     assert report["verified"] is False
     outside = {c["path"]: c["change"] for c in report["outside_changes"]}

@@ -411,6 +411,7 @@ class Runtime:
             should_stop=lambda: state.stop,
             sandbox=self.config.sandbox,
             protected=self.config.protected,
+            writable=() if prepared.folder is None else (prepared.folder,),
         )
         result = self._evidence.conclude(result, prepared, baseline=baseline)
         state.journal.check(result, cycle)

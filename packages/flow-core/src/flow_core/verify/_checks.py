@@ -224,6 +224,7 @@ def run_check(
     should_stop: Callable[[], bool] | None = None,
     sandbox: SandboxConfig | None = None,
     protected: Sequence[str] = (),
+    writable: Sequence[str] = (),
 ) -> CheckResult:
     """Run one named check and return its result; never raises for the check's own outcome.
 
@@ -241,6 +242,9 @@ def run_check(
             None runs it unjailed with Flow's environment, like ``mode = "off"``.
         protected: workspace-relative paths bound read-only inside the jail (besides
             ``.git``): ``FlowConfig.protected``.
+        writable: absolute folders outside the workspace the check may write: the private
+            results folder of a ``results = "junit"`` check (``run/_evidence.py``), bound
+            read-write inside the jail.
 
     Returns:
         A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
@@ -299,7 +303,12 @@ def run_check(
         )
     try:
         jail = prepare_jail(
-            check.executable, check.cmd, sandbox, workspace=cwd, protected=protected
+            check.executable,
+            check.cmd,
+            sandbox,
+            workspace=cwd,
+            protected=protected,
+            writable=writable,
         )
     except ConfigError as err:
         return _result(name, check, "refused", started=started, code=err.code, message=err.message)

@@ -129,6 +129,7 @@ def bwrap_argv(
     argv: list[str],
     environ: Mapping[str, str],
     info_fd: int,
+    writable: Sequence[str] = (),
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring)."""
     hidden = [TMP, "/run", *(h for h in _homes(environ) if not _under(h, TMP))]
@@ -146,6 +147,8 @@ def bwrap_argv(
             shown.append(path)
             out += ["--ro-bind-try", path, path]
     out += ["--dir", JAIL_HOME, "--bind", workspace, workspace]
+    for folder in writable:  # the check's private results folder (run/_evidence.py)
+        out += ["--bind", folder, folder]
     return [*out, *_read_only_binds(workspace, protected), "--chdir", workspace, "--", *argv]
 
 

@@ -315,6 +315,7 @@ def prepare_jail(
     workspace: str | Path,
     protected: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    writable: Sequence[str] = (),
 ) -> Jail:
     """Build how one check is started. Call ``Jail.close()`` after the check, always.
 
@@ -325,6 +326,8 @@ def prepare_jail(
             no jail).
         workspace: the workspace root (bound read-write).
         protected: workspace-relative paths bound read-only over the workspace.
+        writable: absolute folders outside the workspace bound read-write (a check's private
+            results folder, where ``{junit_xml}`` points).
         environ: Flow's environment (default ``os.environ``).
 
     Raises:
@@ -347,6 +350,7 @@ def prepare_jail(
             argv=[executable, *argv[1:]],
             environ=env_in,
             info_fd=write_fd,
+            writable=[os.path.realpath(w) for w in writable],
         )
         jail = Jail(
             "bwrap",
