@@ -114,6 +114,13 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "package upgrade, or something writing into the project)",
             "look at the program; if the change is expected, start Flow again",
         ),
+        "check_evidence": (
+            "the check exited 0 but its JUnit results are missing or unparsable, hold no test or "
+            "a failure, or a baseline test was removed, renamed or newly skipped (a test file "
+            "that ends the run early, or tests deleted to make the run pass)",
+            "read evidence_problems in the check's result; restore the baseline tests and fix "
+            "the code instead",
+        ),
         "tool_unknown": (
             "the model asked for a tool its role is not given",
             "nothing to fix in the project; a stronger model or a clearer task helps",
