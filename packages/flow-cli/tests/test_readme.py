@@ -67,7 +67,13 @@ def test_readme_config_status_and_check(env, tmp_path: Path, project: Path) -> N
         "reviewer": "qwen2.5-coder:7b",
     }
     specs = {c["name"]: c for c in status["configured_checks"]}
-    assert specs["tests"]["argv"] == [sys.executable, "-m", "pytest", "-q"]
+    assert specs["tests"]["argv"] == [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "--junitxml={junit_xml}",
+    ]
     assert specs["tests"]["timeout_ms"] == 60000
     assert specs["lint"]["kind"] == "lint"
     assert specs["lint"]["argv"] == [sys.executable, "-m", "ruff", "check", "."]
@@ -81,6 +87,8 @@ def test_readme_config_status_and_check(env, tmp_path: Path, project: Path) -> N
         "lint": "passed",
     }
     assert "1 passed" in report["checks"][0]["output_tail"]
+    assert report["checks"][0]["evidence"] == "test_results"
+    assert report["checks"][0]["tests"]["passed"] == 1
 
     # Break lint (an unused import): only the lint check fails, and the exit code says so.
     (project / "mathlib.py").write_text("import os\n" + LIB)
