@@ -417,3 +417,39 @@ def test_input_schema_and_validation_come_from_one_model(tool: str) -> None:
         by_schema = jsonschema.Draft202012Validator(schema).is_valid(sample)
         by_model = validate_arguments(tool, sample) is None
         assert by_schema == by_model, (tool, sample)
+
+
+def test_the_reader_reads_at_most_max_queued_messages_ahead() -> None:
+    """A client sending faster than requests are served is read no further ahead than
+    MAX_QUEUED messages (memory stays bounded); nothing is lost once the main thread drains."""
+    import threading
+
+    from flow_mcp._framing import DescriptorFrameReader
+    from flow_mcp._inbox import EOF, MAX_QUEUED, Inbox
+
+    total = MAX_QUEUED * 2
+    frames = b"".join(
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n' % i for i in range(total)
+    )
+    fd = _pipe_with(frames)
+    routed: list[int] = []
+
+    def route(message: Any) -> bool:
+        routed.append(message["id"])
+        return False
+
+    inbox = Inbox(DescriptorFrameReader(fd), route=route, on_eof=lambda: None)
+    try:
+        inbox.start()
+        settled = threading.Event()
+        for _ in range(500):  # bounded: the reader fills the queue, then must stop
+            if len(routed) > MAX_QUEUED:
+                break
+            settled.wait(0.01)
+        assert MAX_QUEUED < len(routed) <= MAX_QUEUED + 1
+        got = [inbox.get() for _ in range(total)]
+        assert [m["id"] for m in got] == list(range(total))
+        assert inbox.get() is EOF
+    finally:
+        inbox.close()
+        os.close(fd)

@@ -44,6 +44,11 @@ InboxItem = Any
 #: Seconds the main thread waits on the queue before looking for signals again.
 _SIGNAL_CHECK_S: Final = 0.2
 
+#: Messages read ahead of the main thread, at most. When that many wait, the reader stops
+#: reading (as a sequential server would): a client cannot grow the server's memory without
+#: bound by sending faster than requests are served (64 frames of at most 4 MiB each).
+MAX_QUEUED: Final = 64
+
 
 class Inbox:
     """Reads frames from ``reader`` on a daemon thread and queues what ``route`` leaves.
@@ -66,7 +71,7 @@ class Inbox:
         self._reader = reader
         self._route = route
         self._on_eof = on_eof
-        self._queue: queue.SimpleQueue[InboxItem] = queue.SimpleQueue()
+        self._queue: queue.Queue[InboxItem] = queue.Queue(maxsize=MAX_QUEUED)
         self._closing = False
         prepare = getattr(reader, "prepare_stop", None)
         if callable(prepare):
@@ -92,6 +97,16 @@ class Inbox:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
 
+    def _put(self, item: InboxItem) -> bool:
+        """Queue ``item``, waiting while the queue is full; False once the inbox is closing."""
+        while not self._closing:
+            try:
+                self._queue.put(item, timeout=_SIGNAL_CHECK_S)
+            except queue.Full:
+                continue
+            return True
+        return False
+
     def _pump(self) -> None:
         with contextlib.suppress(AttributeError, OSError, ValueError):
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -101,7 +116,7 @@ class Inbox:
                     line = self._reader.read_line()
                 except FrameError as err:  # oversized: nothing after it can be trusted
                     self._ended()
-                    self._queue.put(err)
+                    self._put(err)
                     break
                 if line is None:
                     self._ended()
@@ -109,14 +124,15 @@ class Inbox:
                 try:
                     message = decode(line)
                 except FrameError as err:
-                    self._queue.put(err)
+                    if not self._put(err):
+                        break
                     continue
-                if not self._route(message):
-                    self._queue.put(message)
+                if not self._route(message) and not self._put(message):
+                    break
         except OSError:  # stdin failed (EIO, EBADF): the same as EOF for the session
             self._ended()
         finally:
-            self._queue.put(EOF)
+            self._put(EOF)
 
     def _ended(self) -> None:
         if not self._closing:
