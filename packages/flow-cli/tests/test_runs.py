@@ -304,3 +304,29 @@ def test_tui_lists_shows_diffs_and_undoes_runs(
     assert "undone by" in out  # the second /runs
     assert (workspace / "calc.py").read_text() == ORIGINAL
     assert not (workspace / "notes.md").exists()
+
+
+def test_show_cleans_terminal_escapes_on_a_tty_and_keeps_bytes_in_a_pipe(
+    env, tmp_path: Path, workspace: Path, state: Path
+) -> None:
+    pexpect = pytest.importorskip("pexpect")
+    from flow_core.store import RunStore
+
+    store = RunStore(state / "flow" / "runs")
+    rec = store.begin(workspace=str(workspace), task="t")
+    rec.write_file("plan.md", b"step one \x1b]0;pwned\x07 done\n")
+    rec.finish("unverified")
+    piped = env.flow("show", rec.id, "--plan")
+    assert piped.stdout == "step one \x1b]0;pwned\x07 done\n"  # what a script asked for
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "flow_cli", "show", rec.id, "--plan"],
+        env={**env.vars, "TERM": "xterm-256color"},
+        encoding="utf-8",
+        timeout=60,
+    )
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "step one" in child.before
+    assert "\x1b]" not in child.before
+    assert "\x07" not in child.before

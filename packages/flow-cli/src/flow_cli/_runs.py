@@ -170,7 +170,7 @@ def list_runs(opts: CommonOptions, *, as_json: bool, limit: int, everywhere: boo
                 info.id,
                 info.created.replace("T", " ")[:19],
                 describe_status(info),
-                files or "-",
+                clean(files) or "-",
                 info.workspace,
                 shorten(clean(info.task or "").replace("\n", " "), 50) or "-",
             )
@@ -200,7 +200,7 @@ def show_summary(ctx: StoreContext, info: RunInfo) -> str:
             what = "created" if e.created else "changed"
             if not e.post_known:
                 what += ", the run ended while writing it"
-            lines.append(f"    {e.path} ({what})")
+            lines.append(f"    {clean(e.path)} ({what})")
     else:
         lines.append("  changed:   nothing")
     present = [n for n in _PARTS.values() if (info.dir / n).exists()]
@@ -246,6 +246,9 @@ def show_run(opts: CommonOptions, run_id: str | None, part: str | None) -> int:
         why = "it never finished" if info.status == "running" else "it has none"
         say(f"run {info.id} has no {_PARTS[part]} ({why}); flow show {info.id} summarises it")
         return EXIT_FAILED
+    if sys.stdout.isatty() and part != "transcript":
+        # Model text can hold terminal escape sequences; a pipe (git apply) gets the bytes.
+        text = clean(text)
     sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return EXIT_OK
 
