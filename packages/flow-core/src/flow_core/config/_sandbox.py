@@ -64,7 +64,7 @@ class SandboxConfig(BaseModel):
     Core dumps are always disabled (``RLIMIT_CORE = 0``).
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     mode: SandboxMode = "auto"
     network: bool = False

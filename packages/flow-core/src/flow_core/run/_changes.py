@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from flow_core._errors import EditorError
-from flow_core.tools._lines import split_lines_keepends
 from flow_safeio import NotFoundError
 
 if TYPE_CHECKING:
@@ -42,6 +41,10 @@ def unified_diff(path: str, old: bytes | None, new: bytes | None) -> str:
             return []
         # Lines end at "\n" only, so hunk headers number lines as grep -n and the file tools
         # do (splitlines would also break at \x0c, \u2028, ... and shift every number).
+        # imported here: flow_core.tools loads the file tools and the check runner, which
+        # flow status never needs (bench/bench_cli.py)
+        from flow_core.tools._lines import split_lines_keepends
+
         out = split_lines_keepends(data.decode("utf-8", errors="replace"))
         if out and not out[-1].endswith("\n"):
             out[-1] += "\n\\ No newline at end of file\n"
