@@ -362,3 +362,19 @@ def test_concurrent_checks_each_get_their_own_jail(jail_ok: None, ws: Path) -> N
         t.join(60)
     assert [r.status for r in results] == ["passed"] * 3
     assert all(r.output_tail.strip() == "2" for r in results)  # pid 2 in each new namespace
+
+
+def test_a_jail_that_cannot_be_limited_never_runs_the_check(
+    jail_ok: None, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import resource
+
+    def refuse(*args: Any) -> Any:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(resource, "prlimit", refuse)
+    result = _run(_config(ws, "open('ran', 'w').write('1')"))
+    assert not (ws / "ran").exists()
+    assert result.status != "passed"
+    assert result.sandbox_reason is not None
+    assert "limits not applied" in result.sandbox_reason

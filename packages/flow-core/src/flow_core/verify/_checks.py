@@ -379,7 +379,7 @@ def _start_and_wait(
             message=f"could not start {check.cmd[0]!r}: {err.strerror or err}",
         )
     try:
-        entry.ns_pidfd = _pidfd(jail.started())
+        entry.ns_pidfd = _pidfd(jail.started(lambda: _signal_group(entry.pgid, signal.SIGKILL)))
         tail, timed_out = _pump(entry, check.timeout / 1000.0, should_stop)
     except BaseException:
         entry.interrupted = True

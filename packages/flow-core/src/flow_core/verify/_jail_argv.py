@@ -129,11 +129,12 @@ def bwrap_argv(
     argv: list[str],
     environ: Mapping[str, str],
     info_fd: int,
+    block_fd: int,
     writable: Sequence[str] = (),
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring)."""
     hidden = [TMP, "/run", *(h for h in _homes(environ) if not _under(h, TMP))]
-    out = [bwrap, *jail_flags(cfg.network), "--info-fd", str(info_fd)]
+    out = [bwrap, *jail_flags(cfg.network), "--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for place in hidden:
         out += ["--tmpfs", place]

@@ -24,7 +24,10 @@ Namespaces: ``--unshare-pid --unshare-ipc --unshare-uts``, and ``--unshare-net``
 is bubblewrap's; when it is killed, bubblewrap's pid 1 dies with it and the kernel ends every
 process of the pid namespace, so no double-forked daemon survives.
 
-Limits (``setrlimit`` in the child before ``exec``): ``RLIMIT_CORE`` 0, ``RLIMIT_FSIZE``,
+Limits: bubblewrap's pid 1 waits on ``--block-fd`` until Flow has applied them to it with
+``prlimit`` and moved it into the check's cgroup (``Jail.started``), so the check and all it
+starts inherit them; without a jail they are set in a ``preexec_fn``. ``RLIMIT_CORE`` 0,
+``RLIMIT_FSIZE``,
 ``RLIMIT_AS``, ``RLIMIT_NOFILE``. The process count uses a ``pids`` cgroup (cgroup v1 ``pids``
 hierarchy, or the root of a cgroup v2 hierarchy with ``pids`` enabled), because
 ``RLIMIT_NPROC`` is not enforced for root; where no such cgroup can be created the result
@@ -44,6 +47,7 @@ import os
 import resource
 import select
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -177,8 +181,12 @@ class Jail:
         reason: why ``"none"``, or what the jail lacks (``CheckResult.sandbox_reason``).
         argv / executable / env: for ``subprocess.Popen`` (``env`` None: Flow's own).
         preexec: runs in the child before ``exec`` (limits, cgroup), or None.
-        pass_fds: descriptors the child keeps (bubblewrap's ``--info-fd``).
+        pass_fds: descriptors the child keeps (bubblewrap's ``--info-fd`` and ``--block-fd``).
         info_fd: read end of the ``--info-fd`` pipe, or -1.
+        block_fd: write end of the ``--block-fd`` pipe, or -1: bubblewrap's pid 1 waits on it
+            before it starts the check, so the limits and the cgroup are in place first.
+        limits: ``(resource, value)`` pairs applied with ``prlimit`` to the jail's pid 1.
+        cgroup_fd: the check's ``pids`` cgroup ``cgroup.procs``, open for writing, or -1.
     """
 
     kind: SandboxKind
@@ -189,13 +197,50 @@ class Jail:
     preexec: Callable[[], None] | None = None
     pass_fds: tuple[int, ...] = ()
     info_fd: int = -1
+    block_fd: int = -1
+    limits: list[tuple[int, int]] = field(default_factory=list)
+    cgroup_fd: int = -1
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
-    def started(self) -> int | None:
-        """After ``Popen``: close the child's ends; return the jail's pid 1 (host pid) or None.
+    def started(self, kill: Callable[[], None]) -> int | None:
+        """After ``Popen``: limit the jail's pid 1 and let it run the check; return its pid.
 
-        Waits at most ``_INFO_TIMEOUT_S`` for bubblewrap's ``--info-fd`` JSON.
+        Reads bubblewrap's ``--info-fd`` JSON (waiting at most ``_INFO_TIMEOUT_S``), applies
+        the rlimits to pid 1 with ``prlimit`` and moves it into the ``pids`` cgroup while it
+        waits on ``--block-fd``, then releases it: what the check starts inherits both. No
+        ``preexec_fn`` is needed, so ``Popen`` can use ``vfork``, and the cgroup move overlaps
+        bubblewrap's own setup. When any of it fails, ``kill`` ends the jail before the check
+        runs unlimited, and ``reason`` says why.
+
+        Returns:
+            The host pid of the jail's pid 1, or None (no jail, or it could not be limited).
         """
+        pid = self._read_info()
+        if self.block_fd < 0:
+            return pid
+        try:
+            if pid is None:
+                raise OSError("bubblewrap reported no pid")
+            for res, value in self.limits:
+                resource.prlimit(pid, res, (value, value))
+            if self.cgroup_fd >= 0:
+                os.write(self.cgroup_fd, str(pid).encode())
+            os.write(self.block_fd, b"1")
+        except OSError as err:
+            # Kill before anything unblocks pid 1: the pipe stays open until close().
+            if pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            kill()
+            note = f"the jail was ended before the check ran: limits not applied ({err})"
+            self.reason = note if self.reason is None else f"{self.reason}; {note}"
+            return None
+        os.close(self.block_fd)
+        self.block_fd = -1
+        return pid
+
+    def _read_info(self) -> int | None:
+        """Close the child's ends; parse ``child-pid`` from bubblewrap's ``--info-fd``."""
         for fd in self.pass_fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -222,11 +267,11 @@ class Jail:
 
     def close(self) -> None:
         """Release what the jail held (pipes, private HOME, cgroup); never raises."""
-        for fd in (*self.pass_fds, self.info_fd):
+        for fd in (*self.pass_fds, self.info_fd, self.block_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
-        self.pass_fds, self.info_fd = (), -1
+        self.pass_fds, self.info_fd, self.block_fd = (), -1, -1
         while self._cleanups:
             with contextlib.suppress(Exception):
                 self._cleanups.pop()()
@@ -269,8 +314,8 @@ def require_sandbox(cfg: SandboxConfig, path_env: str | None = None) -> None:
         )
 
 
-def _limits(cfg: SandboxConfig, cgroup_procs: int) -> Callable[[], None]:
-    """A ``preexec_fn``: join the cgroup, then set the rlimits (values computed here)."""
+def _limit_values(cfg: SandboxConfig) -> list[tuple[int, int]]:
+    """``(resource, value)`` for each rlimit, never above this process's hard limit."""
     wanted = [
         (resource.RLIMIT_CORE, 0),
         (resource.RLIMIT_FSIZE, cfg.file_size_mib * _MIB),
@@ -281,6 +326,12 @@ def _limits(cfg: SandboxConfig, cgroup_procs: int) -> Callable[[], None]:
     for res, value in wanted:
         hard = resource.getrlimit(res)[1]
         pairs.append((res, value if hard == resource.RLIM_INFINITY else min(value, hard)))
+    return pairs
+
+
+def _limits(cfg: SandboxConfig, cgroup_procs: int) -> Callable[[], None]:
+    """A ``preexec_fn`` (no jail): join the cgroup, then set the rlimits."""
+    pairs = _limit_values(cfg)
 
     def preexec() -> None:  # pragma: no cover - runs in the forked child
         if cgroup_procs >= 0:
@@ -342,6 +393,7 @@ def prepare_jail(
     ws = os.path.realpath(workspace)
     if probe.usable and probe.bwrap is not None:
         read_fd, write_fd = os.pipe()
+        block_r, block_w = os.pipe()
         cmd = bwrap_argv(
             probe.bwrap,
             cfg,
@@ -350,6 +402,7 @@ def prepare_jail(
             argv=[executable, *argv[1:]],
             environ=env_in,
             info_fd=write_fd,
+            block_fd=block_r,
             writable=[os.path.realpath(w) for w in writable],
         )
         jail = Jail(
@@ -358,8 +411,9 @@ def prepare_jail(
             cmd,
             probe.bwrap,
             env=_clean_env(cfg, env_in, JAIL_HOME, _JAIL_PYCACHE),
-            pass_fds=(write_fd,),
+            pass_fds=(write_fd, block_r),
             info_fd=read_fd,
+            block_fd=block_w,
         )
     else:
         private = tempfile.mkdtemp(prefix="flow-check-")
@@ -386,7 +440,10 @@ def prepare_jail(
 
 
 def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
-    """Set ``jail.preexec`` (rlimits, and joining a new ``pids`` cgroup when one can be made).
+    """Prepare the rlimits and a new ``pids`` cgroup (when one can be made) for the jail.
+
+    bubblewrap: ``jail.limits`` and ``jail.cgroup_fd``, applied by ``Jail.started``; no jail:
+    ``jail.preexec``.
 
     Returns:
         None when the process count is enforced, else why not.
@@ -394,19 +451,50 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
     parent, why = _pids_cgroup_parent()
     fd = -1
     if parent is not None:
+        _sweep_once(parent)
         try:
             path = tempfile.mkdtemp(prefix=f"flow-check-{os.getpid()}-", dir=parent)
         except OSError as err:
             why = f"could not create a pids cgroup under {parent} ({err.strerror or err})"
         else:
             try:
-                Path(path, "pids.max").write_text(str(cfg.processes + 2))
+                # bubblewrap's pid 1 (the jail's init) is in the cgroup too.
+                jailed = 1 if jail.block_fd >= 0 else 0
+                Path(path, "pids.max").write_text(str(cfg.processes + jailed))
                 fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
             except OSError as err:
                 why = f"could not set up the pids cgroup {path} ({err.strerror or err})"
             jail._cleanups.append(_remover(path, fd))
-    jail.preexec = _limits(cfg, fd)
+    if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
+        jail.limits, jail.cgroup_fd = _limit_values(cfg), fd
+    else:
+        jail.preexec = _limits(cfg, fd)
     return None if fd >= 0 else why
+
+
+_SWEPT: set[str] = set()
+
+
+def _sweep_once(parent: str) -> None:
+    """Remove empty ``flow-check-PID-*`` cgroups whose Flow process is gone (once per process).
+
+    A Flow killed with SIGKILL cannot remove the cgroup of the check it was running.
+    """
+    if parent in _SWEPT:
+        return
+    _SWEPT.add(parent)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(parent):
+            owner = name.split("-")[2] if name.startswith("flow-check-") else ""
+            if not owner.isdigit() or int(owner) == os.getpid():
+                continue
+            try:
+                os.kill(int(owner), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, name))  # fails while not empty
+            except PermissionError:
+                continue
 
 
 def _remover(path: str, fd: int) -> Callable[[], None]:
