@@ -162,6 +162,16 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "memory limits)",
             "nothing to fix in the project; the model is told to search literally",
         ),
+        "budget_time": (
+            "a slow model, a large task, or agent.max_seconds set low",
+            "raise agent.max_seconds, use a faster model, or give a narrower task",
+        ),
+        "prompt_too_long": (
+            "the server was started with a smaller context window than Flow assumed, or the "
+            "task and its tool output grew past it",
+            "set the role's context window (context_tokens) to the server's, lower "
+            "agent.max_context_chars, or start the server with a larger context",
+        ),
         "no_checks": (
             "an operator config without [checks.NAME] tables",
             'add at least one required check, e.g. [checks.tests] cmd = ["python", "-m", "pytest",'
