@@ -7,7 +7,9 @@ round by round through the real ``run_check``; medians in milliseconds:
 1. ``true``: the fixed cost of a jail per check;
 2. a small real pytest suite (40 tests in 4 files): the cost on a typical test check.
 
-The jailed runs are also repeated without the ``pids`` cgroup, to show what that part costs.
+The jailed runs are also repeated without the ``pids`` cgroup, to show what that part costs,
+and for ``true`` the same bubblewrap command line is run alone (``subprocess.run``): the
+floor that bubblewrap itself sets on this machine.
 
 Targets (issue 11): <= +15 ms per check; <= 1.1x on the pytest suite.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,12 +68,32 @@ def _once(cfg: FlowConfig) -> float:
     return took
 
 
-def _measure(ws: Path, argv: list[str], rounds: int) -> dict[str, Any]:
+def _bwrap_alone(ws: Path, argv: list[str]) -> list[str]:
+    """The jail's bubblewrap command line without Flow's descriptors (info and block)."""
+    jail = _sandbox.prepare_jail(argv[0], argv, _config(ws, argv, "auto").sandbox, workspace=ws)
+    try:
+        cmd = list(jail.argv)
+    finally:
+        jail.close()
+    for flag in ("--info-fd", "--block-fd"):
+        i = cmd.index(flag)
+        del cmd[i : i + 2]
+    return cmd
+
+
+def _measure(ws: Path, argv: list[str], rounds: int, alone: bool = False) -> dict[str, Any]:
     bare, jailed = _config(ws, argv, "off"), _config(ws, argv, "auto")
     real_parent = _sandbox._pids_cgroup_parent
     samples: dict[str, list[float]] = {"bare": [], "jailed": [], "jailed_no_cgroup": []}
+    raw = _bwrap_alone(ws, argv) if alone else []
+    if alone:
+        samples["bwrap_alone"] = []
     _once(bare), _once(jailed)  # warm caches (and the bubblewrap probe)
     for _ in range(rounds):
+        if raw:
+            started = time.perf_counter()
+            subprocess.run(raw, check=True, env={"PATH": "/usr/bin:/bin"})
+            samples["bwrap_alone"].append((time.perf_counter() - started) * 1000.0)
         samples["bare"].append(_once(bare))
         samples["jailed"].append(_once(jailed))
         _sandbox._pids_cgroup_parent = lambda: (None, "disabled for the benchmark")
@@ -79,7 +102,9 @@ def _measure(ws: Path, argv: list[str], rounds: int) -> dict[str, Any]:
         finally:
             _sandbox._pids_cgroup_parent = real_parent
     med = {k: statistics.median(v) for k, v in samples.items()}
+    extra = {"bwrap_alone_ms": round(med["bwrap_alone"], 2)} if alone else {}
     return {
+        **extra,
         "bare_ms": round(med["bare"], 2),
         "jailed_ms": round(med["jailed"], 2),
         "jailed_no_cgroup_ms": round(med["jailed_no_cgroup"], 2),
@@ -107,7 +132,7 @@ def main() -> int:
             "bench": "sandbox",
             "jail": probe_result.sandbox,
             "jail_note": probe_result.sandbox_reason,
-            "true": _measure(ws, [true], TRUE_ROUNDS),
+            "true": _measure(ws, [true], TRUE_ROUNDS, alone=True),
             "pytest_40_tests": _measure(ws, pytest_argv, PYTEST_ROUNDS),
         }
         result["targets"] = {
