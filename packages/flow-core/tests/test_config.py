@@ -354,7 +354,7 @@ def test_operator_file_writable_by_others_is_refused(
 
 def test_agent_launcher_files_are_protected_by_default(ws: Path) -> None:
     """Files that make an MCP client or agent launch programs are never writable."""
-    assert {".mcp.json", ".vscode/mcp.json", ".cursor/mcp.json"} <= set(DEFAULT_PROTECTED)
+    assert {".mcp.json", ".vscode/mcp.json", ".cursor", "claude.md"} <= set(DEFAULT_PROTECTED)
     assert FlowConfig(workspace_dir=ws).protected == DEFAULT_PROTECTED
     # A caller that passes its own list cannot drop them.
     cfg = FlowConfig.model_validate({"workspace_dir": str(ws), "protected": ["ops.toml"]})

@@ -59,7 +59,7 @@ def facts(**over: Any) -> GateFacts:
         ("Makefile", "tool-config"),
         ("pytest.ini", "tool-config"),
         ("scripts/python", "file:python"),
-        ("Jenkinsfile", "file:Jenkinsfile"),
+        ("Jenkinsfile", "tool-config"),
     ],
 )
 def test_language_key(path: str, key: str) -> None:

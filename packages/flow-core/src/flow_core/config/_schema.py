@@ -37,6 +37,7 @@ from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
 from flow_core.config._runs import RunsConfig
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify._toolfiles import ROOT_PROTECTED
 
 #: The argv placeholder of a ``results = "junit"`` check: Flow puts the private results path
 #: there (``verify/_junit.py``).
@@ -60,26 +61,12 @@ __all__ = [
 
 _CHECK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
-#: Workspace files that make an MCP client or coding agent launch programs when it next
-#: starts in the project. The file tools may read them but never write them, whatever the
-#: configuration says (compared after NFC normalisation and case folding, by flow-safeio).
-DEFAULT_PROTECTED: tuple[str, ...] = (
-    ".mcp.json",  # Claude Code: project-scope MCP servers (command + args)
-    ".vscode/mcp.json",  # VS Code: workspace MCP servers
-    ".cursor/mcp.json",  # Cursor: project MCP servers
-    ".gemini/settings.json",  # Gemini CLI: project settings, mcpServers
-    ".claude/settings.json",  # Claude Code: project settings, hooks run shell commands
-    ".claude/settings.local.json",  # Claude Code: the same, personal and uncommitted
-    ".roo/mcp.json",  # Roo Code: project MCP servers
-    ".amazonq/mcp.json",  # Amazon Q: workspace MCP servers
-    "opencode.json",  # opencode: project config, MCP servers and commands
-    ".vscode/tasks.json",  # VS Code: tasks (shell commands, some run on folder open)
-    ".nvim.lua",  # Neovim 'exrc' files run when the project is opened
-    ".exrc",
-    ".envrc",  # direnv: shell code run on entering the directory
-    ".pre-commit-config.yaml",  # hooks run on git commit
-    ".github/workflows",  # CI workflows (a directory: everything under it)
-)
+#: Workspace paths the file tools may read but never write, whatever the configuration says
+#: (compared after NFC normalisation and case folding, by flow-safeio, and bound read-only in
+#: the check jail): the root-level paths of the protected rows of the one table of files other
+#: tools run or obey (``verify/_toolfiles.py``: agent instructions and settings, MCP launchers,
+#: CI, dev containers, ``.envrc``, ...). The table itself also matches them in any directory.
+DEFAULT_PROTECTED: tuple[str, ...] = ROOT_PROTECTED
 
 
 class _Strict(BaseModel):

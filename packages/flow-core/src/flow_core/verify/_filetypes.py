@@ -14,8 +14,9 @@ same keys to pick the files Rose's native linter sees. Keys, in the order they a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
+
+from flow_core.verify._toolfiles import TOOL_FILES, classify, is_tool_config
 
 __all__ = [
     "DOC_EXTENSIONS",
@@ -92,166 +93,20 @@ _DOC_NAMES = frozenset(
     }
 )
 
-#: Base names (lower case) of files that configure the tools a check may run. Matching is on
-#: the base name in any directory (``pkg/pyproject.toml`` too: tools read nested configuration,
-#: and a workspace may hold several projects) and ignores case (a case-insensitive file system
-#: reads ``PYTEST.INI`` as ``pytest.ini``). Wrongly vetoing a file costs a human look at the
-#: diff; wrongly trusting one lets a run switch its own checks off.
-TOOL_CONFIG_NAMES = frozenset(
-    {
-        # Python: pytest, ruff, mypy, flake8, pylint, coverage, pyright, tox, nox, pre-commit.
-        "pyproject.toml",
-        "setup.cfg",
-        "tox.ini",
-        "pytest.ini",
-        "pytest.toml",
-        ".pytest.toml",
-        "conftest.py",
-        "noxfile.py",
-        "ruff.toml",
-        ".ruff.toml",
-        "mypy.ini",
-        ".mypy.ini",
-        ".flake8",
-        ".pylintrc",
-        "pylintrc",
-        ".pylintrc.toml",
-        ".coveragerc",
-        "pyrightconfig.json",
-        ".isort.cfg",
-        ".pydocstyle",
-        ".pydocstyle.ini",
-        ".bandit",
-        "sitecustomize.py",
-        "usercustomize.py",
-        ".pre-commit-config.yaml",
-        ".pre-commit-config.yml",
-        # Ignore files that linters honour (ruff skips what .gitignore/.ignore list).
-        ".gitignore",
-        ".ignore",
-        ".eslintignore",
-        ".prettierignore",
-        # JavaScript / TypeScript.
-        "package.json",
-        ".npmrc",
-        ".yarnrc",
-        ".yarnrc.yml",
-        "deno.json",
-        "deno.jsonc",
-        "biome.json",
-        "biome.jsonc",
-        ".swcrc",
-        # Rust.
-        "cargo.toml",
-        "rust-toolchain",
-        "rust-toolchain.toml",
-        "clippy.toml",
-        ".clippy.toml",
-        "rustfmt.toml",
-        ".rustfmt.toml",
-        # Go.
-        "go.mod",
-        "go.work",
-        "staticcheck.conf",
-        # C / C++ and build systems.
-        "makefile",
-        "gnumakefile",
-        "cmakelists.txt",
-        "cmakepresets.json",
-        "cmakeuserpresets.json",
-        "meson.build",
-        "meson.options",
-        "meson_options.txt",
-        "build.ninja",
-        "configure.ac",
-        "makefile.am",
-        ".clang-tidy",
-        ".clang-format",
-        "compile_flags.txt",
-        "compile_commands.json",
-        "build",
-        "build.bazel",
-        "workspace",
-        "workspace.bazel",
-        "module.bazel",
-        ".bazelrc",
-        ".bazelversion",
-        "justfile",
-        ".justfile",
-        "taskfile.yml",
-        "taskfile.yaml",
-        # JVM, Ruby, PHP, Lua, shell, Nix.
-        "pom.xml",
-        "build.gradle",
-        "build.gradle.kts",
-        "settings.gradle",
-        "settings.gradle.kts",
-        "gradle.properties",
-        "gemfile",
-        "rakefile",
-        ".rubocop.yml",
-        ".rspec",
-        "composer.json",
-        "phpunit.xml",
-        "phpunit.xml.dist",
-        "phpstan.neon",
-        "phpstan.neon.dist",
-        "psalm.xml",
-        ".luacheckrc",
-        ".luarc.json",
-        "stylua.toml",
-        ".stylua.toml",
-        ".shellcheckrc",
-        "flake.nix",
-        "flake.lock",
-    }
+# The files that configure the checks' tools are rows of the one table of files other tools
+# run or obey (verify/_toolfiles.py, action "tool-config"); these are views of it.
+#: Case-folded base names of tool-configuration files, in any directory.
+TOOL_CONFIG_NAMES: frozenset[str] = frozenset(
+    n for row in TOOL_FILES if row.action == "tool-config" for n in row.names
 )
-#: Shell-style patterns (``fnmatch``, case-sensitive on the lower-cased base name) for tool
-#: configuration that comes in several spellings (``.eslintrc.json``, ``jest.config.ts``).
-TOOL_CONFIG_PATTERNS: tuple[str, ...] = (
-    ".eslintrc*",
-    "eslint.config.*",
-    ".prettierrc*",
-    "prettier.config.*",
-    "jest.config.*",
-    "vitest.config.*",
-    "vitest.workspace.*",
-    "vite.config.*",
-    "babel.config.*",
-    ".babelrc*",
-    ".mocharc*",
-    "karma.conf.*",
-    "playwright.config.*",
-    "tsconfig*.json",
-    "jsconfig*.json",
-    ".golangci.*",
-    "*.cmake",
-    "*.mk",
+#: ``fnmatch`` patterns on the case-folded base name (``.eslintrc*``, ``jest.config.*``).
+TOOL_CONFIG_PATTERNS: tuple[str, ...] = tuple(
+    g for row in TOOL_FILES if row.action == "tool-config" for g in row.globs
 )
-#: Directories (lower-cased runs of consecutive path components, at any depth) whose every file
-#: is tool configuration: CI workflows and Cargo's ``.cargo/config.toml`` (a ``runner`` there
-#: replaces the test binaries).
-TOOL_CONFIG_DIRS: tuple[tuple[str, ...], ...] = ((".github", "workflows"), (".cargo",))
-
-
-def is_tool_config(path: str) -> bool:
-    """Whether a workspace-relative path configures the tools that checks run.
-
-    True when the lower-cased base name is in :data:`TOOL_CONFIG_NAMES` or matches one of
-    :data:`TOOL_CONFIG_PATTERNS`, or when the path lies under one of :data:`TOOL_CONFIG_DIRS`.
-    The list is fixed: configuration an operator's check reads from elsewhere (``pytest -c
-    ci.ini``, a script the check runs) is not recognised here.
-    """
-    p = PurePosixPath(path)
-    name = p.name.lower()
-    if name in TOOL_CONFIG_NAMES or any(fnmatchcase(name, pat) for pat in TOOL_CONFIG_PATTERNS):
-        return True
-    dirs = tuple(part.lower() for part in p.parts[:-1])
-    return any(
-        dirs[i : i + len(run)] == run
-        for run in TOOL_CONFIG_DIRS
-        for i in range(len(dirs) - len(run) + 1)
-    )
+#: Runs of directory components whose every file is tool configuration (``.cargo/``).
+TOOL_CONFIG_DIRS: tuple[tuple[str, ...], ...] = tuple(
+    d for row in TOOL_FILES if row.action == "tool-config" for d in row.dirs
+)
 
 
 def language_key(path: str) -> str:
@@ -264,7 +119,9 @@ def language_key(path: str) -> str:
         an extension (``"scripts/python"`` → ``"file:python"``); otherwise the language name
         for a known extension, or the lower-cased extension (``".foo"``).
     """
-    if is_tool_config(path):
+    if classify(path) is not None:
+        # Any row of the table: tool configuration, and the protected files other tools run
+        # (never written by the tools; a change made otherwise must not pass for docs either).
         return TOOL_CONFIG_KEY
     p = PurePosixPath(path)
     ext = p.suffix.lower()
