@@ -124,6 +124,8 @@ def round_trip(make: Any, body: bytes, status: int, ws: Workspace) -> None:
     sent: list[bytes] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/show":  # asked once for tool-result delivery
+            return httpx.Response(404, json={"error": "not here"})
         sent.append(request.content)
         return httpx.Response(status, content=body)
 
@@ -183,7 +185,12 @@ def test_any_ollama_body(ws: Workspace, body: bytes, status: int, stream: bool) 
 )
 def test_any_openai_body(ws: Workspace, body: bytes, status: int) -> None:
     round_trip(
-        lambda t: OpenAIBackend("http://127.0.0.1:1/v1", timeout=5, transport=t), body, status, ws
+        lambda t: OpenAIBackend(
+            "http://127.0.0.1:1/v1", timeout=5, transport=t, tool_results="native"
+        ),
+        body,
+        status,
+        ws,
     )
 
 

@@ -35,6 +35,7 @@ from flow_core._protocols import ROLES
 from flow_core._report import CheckKind
 from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
+from flow_core.config._options import ModelOptions, merged_options
 from flow_core.config._runs import RunsConfig
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._toolfiles import ROOT_PROTECTED
@@ -53,6 +54,7 @@ __all__ = [
     "CheckKind",
     "FlowConfig",
     "LoadedConfig",
+    "ModelOptions",
     "ModelsConfig",
     "OllamaConfig",
     "OpenAIConfig",
@@ -96,6 +98,7 @@ class OllamaConfig(_Strict):
         tool_results: how tool results reach the model: ``"native"`` (the tool role),
             ``"user"`` (a delimited user message) or ``"auto"`` (default: decided per model
             from ``/api/show``; ``flow_core.models._delivery``).
+        options: ``[ollama.options]``, model options (``flow_core.config._options``).
     """
 
     # allow_remote comes first so that the base_url validator can see it.
@@ -104,6 +107,7 @@ class OllamaConfig(_Strict):
     model: str = Field(default="qwen2.5-coder:7b", min_length=1)
     timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     tool_results: ToolResults = "auto"
+    options: ModelOptions = Field(default_factory=ModelOptions)
 
     @field_validator("base_url")
     @classmethod
@@ -122,6 +126,7 @@ class OpenAIConfig(_Strict):
         tool_results: ``"native"``, ``"user"`` or ``"auto"`` (default: decided per model
             before its first tool result, from the server's prompt token count for a probe
             with and without a tool result; ``flow_core.models._delivery``).
+        options: ``[openai.options]``, model options (``flow_core.config._options``).
     """
 
     allow_remote: bool = False
@@ -129,6 +134,7 @@ class OpenAIConfig(_Strict):
     model: str = ""
     timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     tool_results: ToolResults = "auto"
+    options: ModelOptions = Field(default_factory=ModelOptions)
 
     @field_validator("base_url")
     @classmethod
@@ -136,12 +142,25 @@ class OpenAIConfig(_Strict):
         return _check_base_url(v, bool(info.data.get("allow_remote", False)), "openai")
 
 
+class RoleOptions(_Strict):
+    """``[models.options.ROLE]``: model options for one role, over the backend's."""
+
+    planner: ModelOptions | None = None
+    coder: ModelOptions | None = None
+    reviewer: ModelOptions | None = None
+
+
 class ModelsConfig(_Strict):
-    """``[models]``: a model per role; ``None`` means the selected backend's ``model``."""
+    """``[models]``: a model per role; ``None`` means the selected backend's ``model``.
+
+    ``options`` (``[models.options.coder]`` ...) overrides the backend's model options for one
+    role, key by key.
+    """
 
     planner: str | None = Field(default=None, min_length=1)
     coder: str | None = Field(default=None, min_length=1)
     reviewer: str | None = Field(default=None, min_length=1)
+    options: RoleOptions = Field(default_factory=RoleOptions)
 
 
 class AgentConfig(_Strict):
@@ -339,6 +358,13 @@ class FlowConfig(BaseModel):
         # Frozen model: set the computed fields once, right after validation.
         object.__setattr__(self, "checks", checks)
         object.__setattr__(self, "protected", tuple(dict.fromkeys((*self.protected, *protected))))
+
+    def options_for(self, role: str) -> dict[str, Any]:
+        """The model options a role's requests carry: the selected backend's
+        ``[BACKEND.options]`` with ``[models.options.ROLE]`` over them, key by key, and a
+        finite ``max_reply_tokens`` (``flow_core.config._options``)."""
+        base = self.ollama.options if self.backend == "ollama" else self.openai.options
+        return merged_options(base, getattr(self.models.options, role, None))
 
     def model_for(self, role: str) -> str:
         """The model name a role uses: ``models.<role>``, else the selected backend's model.

@@ -21,6 +21,7 @@ from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall, note_stream_fragment
 from flow_core.models._delivery import deliver
 from flow_core.models._http import (
+    REQUEST_OPTIONS,
     HTTPStatusError,
     check_base_url,
     excerpt,
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["OllamaBackend"]
+
+#: The window Ollama gives a model when no ``num_ctx`` is set (tokens).
+_OLLAMA_DEFAULT_CTX = 4096
 
 
 class OllamaBackend:
@@ -75,7 +79,10 @@ class OllamaBackend:
         stream: bool = True,
         timeout_key: str = "ollama.timeout",
         tool_results: str = "auto",
+        options: Mapping[str, Any] | None = None,
     ) -> None:
+        self.options = dict(options or {})
+        self._windows: dict[str, int | None] = {}
         if tool_results not in ("auto", "native", "user"):
             raise ValueError("tool_results must be 'auto', 'native' or 'user'")
         self.tool_results = tool_results
@@ -136,6 +143,7 @@ class OllamaBackend:
             body["tools"] = [dict(t) for t in tools]
         if format is not None:
             body["format"] = dict(format)
+        body.update(self.wire_options())
         started = monotonic_ms()
         try:
             with stream_request(
@@ -190,6 +198,57 @@ class OllamaBackend:
                 the class docstring.
         """
         return self._json_request("POST", "/api/show", {"model": model}, model=model)
+
+    def wire_options(self) -> dict[str, Any]:
+        """The request's model options in Ollama's form: ``options`` (``num_ctx``,
+        ``temperature``, ``seed``, ``num_predict``) and a top-level ``keep_alive``."""
+        given = REQUEST_OPTIONS.get()
+        opts = dict(self.options if given is None else given)
+        wire = {
+            ours: opts[key]
+            for key, ours in (
+                ("context_tokens", "num_ctx"),
+                ("temperature", "temperature"),
+                ("seed", "seed"),
+                ("max_reply_tokens", "num_predict"),
+            )
+            if key in opts
+        }
+        out: dict[str, Any] = {"options": wire} if wire else {}
+        if "keep_alive" in opts:
+            out["keep_alive"] = opts["keep_alive"]
+        return out
+
+    def context_window(self, model: str) -> int | None:
+        """The window ``model`` runs with, in tokens: ``context_tokens`` when set, else
+        ``num_ctx`` from ``/api/show``'s ``parameters``, else Ollama's default of 4096 (never
+        more than the model's own ``*.context_length``). None when the server cannot say."""
+        given = REQUEST_OPTIONS.get()
+        opts = self.options if given is None else given
+        if isinstance(opts.get("context_tokens"), int):
+            return int(opts["context_tokens"])
+        if model not in self._windows:
+            self._windows[model] = self._server_window(model)
+        return self._windows[model]
+
+    def _server_window(self, model: str) -> int | None:
+        try:
+            info = self.show(model)
+        except BackendError:
+            return None
+        window = _OLLAMA_DEFAULT_CTX
+        params = info.get("parameters")
+        if isinstance(params, str):
+            for line in params.splitlines():
+                name, _, value = line.strip().partition(" ")
+                if name == "num_ctx" and value.strip().isdigit():
+                    window = int(value.strip())
+        model_info = info.get("model_info")
+        if isinstance(model_info, Mapping):
+            for key, value in model_info.items():
+                if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
+                    window = min(window, value)
+        return window
 
     def tool_delivery(self, model: str) -> str:
         """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).

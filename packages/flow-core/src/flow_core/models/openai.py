@@ -52,6 +52,7 @@ from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
 from flow_core.models._delivery import choose, deliver, probe_messages
 from flow_core.models._http import (
+    REQUEST_OPTIONS,
     HTTPStatusError,
     check_base_url,
     excerpt,
@@ -113,7 +114,10 @@ class OpenAIBackend:
         transport: httpx.BaseTransport | None = None,
         timeout_key: str = "openai.timeout",
         tool_results: str = "auto",
+        options: Mapping[str, Any] | None = None,
     ) -> None:
+        self.options = dict(options or {})
+        self._windows: dict[str, int | None] = {}
         if tool_results not in ("auto", "native", "user"):
             raise ValueError("tool_results must be 'auto', 'native' or 'user'")
         self.tool_results = tool_results
@@ -168,10 +172,59 @@ class OpenAIBackend:
         if any(m.role == "tool" for m in messages):
             messages = deliver(messages, self.tool_delivery(model))
         body = self.request_body(model, messages, tools=tools, format=format)
+        body.update(self.wire_options())
         started = monotonic_ms()
         raw = self._post_completion(body, model)
         elapsed = monotonic_ms() - started
         return self._parse_completion(raw, model, elapsed)
+
+    def _opts(self) -> Mapping[str, Any]:
+        given = REQUEST_OPTIONS.get()
+        return self.options if given is None else given
+
+    def wire_options(self) -> dict[str, Any]:
+        """The request's model options in the OpenAI form: ``temperature``, ``seed``,
+        ``max_tokens`` and llama.cpp's ``cache_prompt`` (the window is the server's)."""
+        opts = self._opts()
+        return {
+            ours: opts[key]
+            for key, ours in (
+                ("temperature", "temperature"),
+                ("seed", "seed"),
+                ("max_reply_tokens", "max_tokens"),
+                ("cache_prompt", "cache_prompt"),
+            )
+            if key in opts
+        }
+
+    def context_window(self, model: str) -> int | None:
+        """The server's window in tokens: ``context_tokens`` when set, else llama.cpp's
+        ``GET /props`` (``default_generation_settings.n_ctx``, or ``n_ctx``); None when the
+        server does not say (llama-cpp-python's server: set ``context_tokens``)."""
+        opts = self._opts()
+        if isinstance(opts.get("context_tokens"), int):
+            return int(opts["context_tokens"])
+        if model not in self._windows:
+            self._windows[model] = self._server_window()
+        return self._windows[model]
+
+    def _server_window(self) -> int | None:
+        root = self.base_url.rsplit("/v1", 1)[0] if self.base_url.endswith("/v1") else None
+        if root is None or self._client is None:
+            return None
+        try:
+            raw = self._request("GET", root + "/props", None)
+            data = json.loads(raw)
+        except (BackendError, ValueError, RecursionError):
+            return None
+        if not isinstance(data, Mapping):
+            return None
+        settings = data.get("default_generation_settings")
+        for source in (settings, data):
+            value = source.get("n_ctx") if isinstance(source, Mapping) else None
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        return None
 
     def tool_delivery(self, model: str) -> str:
         """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).

@@ -121,6 +121,7 @@ class RunDriver:
                 toolbox=toolbox,
                 cycle=cycle,
                 response_format=response_format,
+                options=self.config.options_for(role),
             )
         except RunEnded as ended:
             return RoleOutcome(False, failure=ended.code)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flow_core._errors import BackendError
 from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["run_role"]
 
+T = TypeVar("T")
+
 #: A prompt the server refused as too long is trimmed to at most this share of its size.
 _OVERFLOW_SHRINK = 0.7
 
@@ -49,8 +51,14 @@ def run_role(
     toolbox: ToolBox,
     cycle: int | None,
     response_format: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> RoleOutcome:
     """Run ``role`` on ``model`` from a fresh context until it completes or a budget ends it.
+
+    ``options`` are the role's model options (``FlowConfig.options_for``), sent with each of
+    its requests. The character budget is ``agent.max_context_chars`` when the operator set
+    it, else the model's window (``context_window``) minus the reply's reserve
+    (``max_reply_tokens``) at ``CHARS_PER_TOKEN`` characters a token.
 
     Returns:
         ``RoleOutcome(completed=True, text=...)``, or ``completed=False`` with the failure code
@@ -62,11 +70,20 @@ def run_role(
         BackendError: the model server failed.
     """
     from flow_core.models import parse_reply
+    from flow_core.models._http import REQUEST_OPTIONS
 
-    limit = agent.max_context_chars
-    reply_cap = max(4_000, limit // 2)
     usage = state.roles.setdefault(role, RoleUsage(model=model))
     usage.invocations += 1
+    scoped = REQUEST_OPTIONS.set(dict(options) if options is not None else None)
+    try:
+        limit = _guarded(
+            state,
+            functools.partial(_char_budget, backend, agent, model, usage),
+            name=f"flow-{role}-window",
+        )
+    finally:
+        REQUEST_OPTIONS.reset(scoped)
+    reply_cap = max(4_000, limit // 2)
     ctx = Context(toolbox.schema_chars)
     ctx.add(ChatMessage(role="system", content=system))
     ctx.add(ChatMessage(role="user", content=user))
@@ -75,13 +92,20 @@ def run_role(
     for turn in range(1, agent.max_iterations + 1):
         state.check_time()
         if not ctx.fit(limit):
+            source = (
+                "agent.max_context_chars"
+                if usage.context_window is None or "max_context_chars" in agent.model_fields_set
+                else f"the model's window of {usage.context_window} tokens less the reply's "
+                "reserve (context_tokens, max_reply_tokens)"
+            )
             message = (
                 f"the {role}'s context needs {ctx.total} characters even with old tool "
-                f"output removed; the budget is {limit} (agent.max_context_chars)"
+                f"output removed; the budget is {limit} ({source})"
             )
             state.error("context_budget", message, role=role, cycle=cycle)
             return RoleOutcome(False, failure="context_budget")
         _count_turn(state, usage, ctx, role=role, cycle=cycle, turn=turn)
+        scoped = REQUEST_OPTIONS.set(dict(options) if options is not None else None)
         try:
             response = _ask(
                 state,
@@ -111,6 +135,8 @@ def run_role(
                 cycle=cycle,
             )
             return RoleOutcome(False, failure="prompt_too_long")
+        finally:
+            REQUEST_OPTIONS.reset(scoped)
         _count_tokens(usage, response, backend, model)
         parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
         for issue in parsed.issues:
@@ -154,6 +180,29 @@ def _count_turn(
     usage.turns += 1
     state.max_turns = max(state.max_turns, turn)
     state.emit("turn", role=role, cycle=cycle, turn=turn)
+
+
+def _char_budget(backend: Any, agent: AgentConfig, model: str, usage: RoleUsage) -> int:
+    """The role's context budget in characters (see ``run_role``)."""
+    from flow_core.config._options import CHARS_PER_TOKEN, DEFAULT_REPLY_TOKENS
+    from flow_core.models._http import REQUEST_OPTIONS
+
+    window_of = getattr(backend, "context_window", None)
+    window: int | None = None
+    if callable(window_of):
+        try:
+            found = window_of(model)
+        except BackendError:
+            found = None
+        window = found if isinstance(found, int) and found > 0 else None
+    usage.context_window = window
+    if "max_context_chars" in agent.model_fields_set or window is None:
+        return agent.max_context_chars
+    opts = REQUEST_OPTIONS.get() or {}
+    reserve = opts.get("max_reply_tokens", DEFAULT_REPLY_TOKENS)
+    reserve = reserve if isinstance(reserve, int) else DEFAULT_REPLY_TOKENS
+    derived = max(1, window - reserve) * CHARS_PER_TOKEN
+    return min(derived, agent.max_context_chars)
 
 
 def _count_tokens(usage: RoleUsage, response: ChatResponse, backend: Any, model: str) -> None:
@@ -206,8 +255,6 @@ def _ask(
         RunEnded: the run's ``max_seconds`` ran out while it was in flight (``budget_time``).
         BackendError: the model server failed.
     """
-    from flow_core.models._http import REQUEST_SCOPE, RequestScope
-
     received = {"tokens": 0, "chars": 0}
 
     def meter(chars: int) -> None:
@@ -224,20 +271,10 @@ def _ask(
         format=format,
     )
     started = time.perf_counter()
-    scope = RequestScope()
     token = STREAM_METER.set(meter)
-    scoped = REQUEST_SCOPE.set(scope)
     try:
-        response = call_interruptibly(
-            chat, lambda: state.stop or state.past_deadline(), name=f"flow-{role}-model"
-        )
-    except Abandoned:
-        scope.abort()
-        if state.stop:
-            raise Interrupted from None
-        raise state.end_for_time() from None
+        response = _guarded(state, chat, name=f"flow-{role}-model")
     finally:
-        REQUEST_SCOPE.reset(scoped)
         STREAM_METER.reset(token)
         state.model_ms += (time.perf_counter() - started) * 1000.0
     state.emit(
@@ -253,6 +290,29 @@ def _ask(
         },
     )
     return response
+
+
+def _guarded(state: RunState, fn: Callable[[], T], *, name: str) -> T:
+    """``fn()`` (a request to the model server), abandoned when the run is asked to stop or
+    its ``max_seconds`` runs out; the abandoned request's connections are shut down.
+
+    Raises:
+        Interrupted: ``Runtime.interrupt()`` was called.
+        RunEnded: ``budget_time``.
+    """
+    from flow_core.models._http import REQUEST_SCOPE, RequestScope
+
+    scope = RequestScope()
+    scoped = REQUEST_SCOPE.set(scope)
+    try:
+        return call_interruptibly(fn, lambda: state.stop or state.past_deadline(), name=name)
+    except Abandoned:
+        scope.abort()
+        if state.stop:
+            raise Interrupted from None
+        raise state.end_for_time() from None
+    finally:
+        REQUEST_SCOPE.reset(scoped)
 
 
 def _answer_calls(
