@@ -6,23 +6,60 @@ from pathlib import Path
 
 from flow_core import ChatMessage, ToolCall
 from flow_core.run._changes import ChangeTracker, unified_diff
-from flow_core.run._context import TRIMMED, Context
+from flow_core.run._context import LOW_WATER, TRIMMED, Context
 from flow_safeio import Workspace
 
 
-def test_context_trims_the_oldest_tool_output_first() -> None:
+def _read(i: int) -> ChatMessage:
+    return ChatMessage("assistant", "", tool_calls=(ToolCall(f"c{i}", "read_file", {}),))
+
+
+def test_context_trims_the_oldest_tool_output_first_down_to_the_low_water_mark() -> None:
     ctx = Context(fixed=10)
     ctx.add(ChatMessage(role="system", content="s" * 100))
-    ctx.add(ChatMessage(role="tool", content="a" * 1_000, tool_call_id="1"))
-    ctx.add(ChatMessage(role="tool", content="b" * 1_000, tool_call_id="2"))
-    assert ctx.total == 10 + 100 + 2_000
-    assert ctx.fit(1_500)
-    assert [m.content[:1] for m in ctx.messages] == ["s", "[", "b"]
-    assert ctx.messages[1].content == TRIMMED
-    assert ctx.total == 10 + 100 + len(TRIMMED) + 1_000
+    for i in range(4):
+        ctx.add(_read(i))
+        ctx.add(ChatMessage(role="tool", content=str(i) * 1_000, tool_call_id=f"c{i}"))
+    before = list(ctx.messages)
+    assert ctx.fit(ctx.total)  # fits: nothing changes
+    assert ctx.messages == before
+    assert ctx.fit(3_500)
+    # Trimmed once down to LOW_WATER of the budget, oldest first; the newest result is kept.
+    assert ctx.total <= int(3_500 * LOW_WATER)
+    tools = [m.content for m in ctx.messages if m.role == "tool"]
+    assert tools[:3] == [TRIMMED] * 3
+    assert tools[3] == "3" * 1_000
+    (change,) = ctx.changes
+    assert (change.kind, change.messages) == ("trim", 3)
+    # The next turns append only: the prefix stays byte for byte until the next trim.
+    ctx.changes.clear()
+    prefix = list(ctx.messages)
+    ctx.add(_read(9))
+    ctx.add(ChatMessage(role="tool", content="x" * 300, tool_call_id="c9"))
+    assert ctx.fit(3_500)
+    assert ctx.messages[: len(prefix)] == prefix
+    assert ctx.changes == []
     # The system prompt is never trimmed: a budget below it cannot be met.
     assert not ctx.fit(50)
     assert ctx.messages[0].content == "s" * 100
+
+
+def test_the_result_just_produced_is_cut_with_an_honest_marker() -> None:
+    ctx = Context(fixed=0)
+    ctx.add(ChatMessage(role="system", content="s" * 100))
+    ctx.add(_read(1))
+    text = "".join(f"line {n}\n" for n in range(3_000))
+    ctx.add(ChatMessage(role="tool", content=text, tool_call_id="c1"))
+    assert ctx.fit(5_000)
+    result = ctx.messages[-1].content
+    assert result != TRIMMED
+    assert result.startswith("line 0\nline 1\n")
+    assert "[output cut to fit the context window: showed characters 1-" in result
+    assert f"of {len(text)}" in result
+    assert "start_line=" in result
+    assert ctx.total <= 5_000
+    (change,) = ctx.changes
+    assert (change.kind, change.tool_call_id) == ("cut", "c1")
 
 
 def test_context_counts_tool_call_arguments() -> None:

@@ -545,7 +545,7 @@ def test_context_budget_trims_old_tool_output_and_never_sends_more(
         )
         assert size <= limit
     last = backend.requests[-1].messages
-    assert any("removed to fit the context budget" in m.content for m in last if m.role == "tool")
+    assert any("removed to fit the context window" in m.content for m in last if m.role == "tool")
     assert last[-1].role == "tool"
     # The planner's tool output arrives fenced as workspace data (run/_fence.py).
     assert last[-1].content.startswith("<<<WORKSPACE DATA ")

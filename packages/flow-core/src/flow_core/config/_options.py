@@ -44,7 +44,7 @@ class ModelOptions(BaseModel):
     Attributes:
         context_tokens: the context window in tokens (> 0).
         temperature: sampling temperature (0 to 2).
-        seed: the sampler's seed, for repeatable runs.
+        sampler_seed: TOML key ``seed``, the sampler's random seed, for repeatable runs.
         max_reply_tokens: the most tokens one reply may have (default ``DEFAULT_REPLY_TOKENS``).
         keep_alive: Ollama only: how long the model stays loaded (``"10m"``, ``"-1"``, ``"0"``).
         cache_prompt: llama.cpp only: reuse the KV cache of the previous request's prefix.
@@ -54,7 +54,7 @@ class ModelOptions(BaseModel):
 
     context_tokens: int | None = Field(default=None, gt=0)
     temperature: float | None = Field(default=None, ge=0, le=2, allow_inf_nan=False)
-    seed: int | None = None
+    sampler_seed: int | None = Field(default=None, alias="seed")
     max_reply_tokens: int | None = Field(default=None, gt=0)
     keep_alive: str | int | None = None
     cache_prompt: bool | None = None
@@ -62,8 +62,8 @@ class ModelOptions(BaseModel):
 
 def merged_options(base: ModelOptions, override: ModelOptions | None) -> dict[str, Any]:
     """The keys set in ``base``, replaced by those set in ``override`` (role over backend)."""
-    out = base.model_dump(exclude_none=True)
+    out = base.model_dump(exclude_none=True, by_alias=True)
     if override is not None:
-        out.update(override.model_dump(exclude_none=True))
+        out.update(override.model_dump(exclude_none=True, by_alias=True))
     out.setdefault("max_reply_tokens", DEFAULT_REPLY_TOKENS)
     return out

@@ -57,7 +57,7 @@ def make_backend(
             allow_remote=config.ollama.allow_remote,
             transport=transport,
             tool_results=config.ollama.tool_results,
-            options=config.ollama.options.model_dump(exclude_none=True),
+            options=config.ollama.options.model_dump(exclude_none=True, by_alias=True),
         )
     from flow_core.models.openai import OpenAIBackend  # imported only when selected
 
@@ -67,5 +67,5 @@ def make_backend(
         allow_remote=config.openai.allow_remote,
         transport=transport,
         tool_results=config.openai.tool_results,
-        options=config.openai.options.model_dump(exclude_none=True),
+        options=config.openai.options.model_dump(exclude_none=True, by_alias=True),
     )

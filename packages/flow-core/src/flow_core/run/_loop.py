@@ -91,7 +91,9 @@ def run_role(
     backend = state.journal.wrap(backend, role=role, cycle=cycle)
     for turn in range(1, agent.max_iterations + 1):
         state.check_time()
-        if not ctx.fit(limit):
+        fits = ctx.fit(limit)
+        _record_changes(usage, ctx, turn=turn, cycle=cycle)
+        if not fits:
             source = (
                 "agent.max_context_chars"
                 if usage.context_window is None or "max_context_chars" in agent.model_fields_set
@@ -124,7 +126,9 @@ def run_role(
             # Never resend the same or a larger prompt: trim to well below what was refused.
             before = ctx.total
             limit = min(limit, int(before * _OVERFLOW_SHRINK))
-            if ctx.fit(limit) and ctx.total < before:
+            fits = ctx.fit(limit)
+            _record_changes(usage, ctx, turn=turn, cycle=cycle)
+            if fits and ctx.total < before:
                 state.error("prompt_too_long", err.message + "; trimmed", role=role, cycle=cycle)
                 continue
             state.error(
@@ -180,6 +184,25 @@ def _count_turn(
     usage.turns += 1
     state.max_turns = max(state.max_turns, turn)
     state.emit("turn", role=role, cycle=cycle, turn=turn)
+
+
+def _record_changes(usage: RoleUsage, ctx: Context, *, turn: int, cycle: int | None) -> None:
+    """Move the context's trims and cuts into the role's usage (the report)."""
+    from flow_core._report import ContextTrim
+
+    for change in ctx.changes:
+        usage.trims.append(
+            ContextTrim(
+                kind="cut" if change.kind == "cut" else "trim",
+                turn=turn,
+                cycle=cycle,
+                messages=change.messages,
+                chars_removed=change.chars_removed,
+                chars_after=change.chars_after,
+                tool_call_id=change.tool_call_id,
+            )
+        )
+    ctx.changes.clear()
 
 
 def _char_budget(backend: Any, agent: AgentConfig, model: str, usage: RoleUsage) -> int:
