@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from flow_core.verify._fingerprint import skipped_dir, take_fingerprint
+from flow_core.verify._fingerprint import take_fingerprint
+from flow_safeio import is_generated_name
 
 
 def populate(root: Path, files: int) -> None:
@@ -45,7 +46,12 @@ def populate(root: Path, files: int) -> None:
 def walk_stat(root: Path) -> int:
     count = 0
     for here, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if not skipped_dir(d)]
+        # The same rule the fingerprint applies: a generated name, or a pyvenv.cfg inside.
+        dirs[:] = [
+            d
+            for d in dirs
+            if not is_generated_name(d) and not os.path.lexists(os.path.join(here, d, "pyvenv.cfg"))
+        ]
         for name in names:
             os.lstat(os.path.join(here, name))
             count += 1
