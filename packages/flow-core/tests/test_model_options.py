@@ -109,7 +109,7 @@ def test_llama_server_props_give_the_window() -> None:
 
 
 def test_role_options_and_the_window_on_a_real_run(flow_config: Any) -> None:
-    with replay.FakeModelServer(lambda _req: ("1. Read app.py", [])) as server:
+    with replay.FakeModelServer(lambda _req: ("1. Read app.py", []), models=("m",)) as server:
         server.queue_json(
             "POST",
             "/api/show",
@@ -129,7 +129,7 @@ def test_role_options_and_the_window_on_a_real_run(flow_config: Any) -> None:
 
 
 def test_a_prompt_beyond_the_window_is_never_sent(flow_config: Any) -> None:
-    with replay.FakeModelServer(lambda _req: ("plan", [])) as server:
+    with replay.FakeModelServer(lambda _req: ("plan", []), models=("m",)) as server:
         server.queue_json("POST", "/api/show", {"parameters": "num_ctx 1100"})
         config = flow_config(
             ollama={"base_url": server.url, "model": "m", "options": {"max_reply_tokens": 1000}}
@@ -139,3 +139,19 @@ def test_a_prompt_beyond_the_window_is_never_sent(flow_config: Any) -> None:
     assert server.requests == []
     assert [e.code for e in report.errors] == ["context_budget"]
     assert "window" in report.errors[0].message
+
+
+def test_a_missing_model_is_named_before_any_model_request(flow_config: Any) -> None:
+    with replay.FakeModelServer(lambda _req: ("plan", []), models=("m", "other:7b")) as server:
+        config = flow_config(ollama={"base_url": server.url, "model": "nope"})
+        with Runtime(config, trusted=False) as rt:
+            report = rt.run("plan something")
+    assert server.requests == []  # no chat request was made
+    assert report.status == "error"
+    (error,) = report.errors
+    assert error.code == "preflight_model_missing"
+    assert "'nope'" in error.message
+    assert "installed: m, other:7b" in error.message
+    from flow_core import exit_code_for
+
+    assert exit_code_for(report) == 2

@@ -160,6 +160,8 @@ def test_planner_text_with_a_lone_surrogate_is_classified_and_the_next_request_e
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/api/show":  # the model's window
             return httpx.Response(200, json={"parameters": "num_ctx 8192"})
+        if request.url.path == "/api/tags":  # the preflight's model list
+            return httpx.Response(200, json={"models": []})
         bodies.append(request.content)
         return httpx.Response(200, content=json.dumps(replies[len(bodies) - 1]).encode("ascii"))
 

@@ -73,6 +73,12 @@ class RawServer:
                 length = int(line.split(b":", 1)[1])
         while len(body) < length:
             body += conn.recv(65536)
+        if head.startswith(b"GET"):  # GET /v1/models: lists nothing, so no model is checked
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 12\r\n\r\n{"data": []}'
+            )
+            return
         self.requests += 1
         self.got_request.set()
         if self.drip_s is None:

@@ -166,6 +166,11 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "a slow model, a large task, or agent.max_seconds set low",
             "raise agent.max_seconds, use a faster model, or give a narrower task",
         ),
+        "preflight_model_missing": (
+            "a model name that is not installed on the server (a typo, or not pulled yet)",
+            "choose one of the installed models the message lists, or install it "
+            "(ollama pull NAME)",
+        ),
         "prompt_too_long": (
             "the server was started with a smaller context window than Flow assumed, or the "
             "task and its tool output grew past it",

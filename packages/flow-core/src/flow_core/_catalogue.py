@@ -190,6 +190,7 @@ _USAGE: Final = frozenset(
         "not_trusted",
         "preflight_check_missing",
         "preflight_empty_task",
+        "preflight_model_missing",
         "preflight_no_required_check",
         "preflight_workspace_missing",
         "run_not_found",

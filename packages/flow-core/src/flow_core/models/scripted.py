@@ -34,7 +34,8 @@ class ScriptedBackend:
     Args:
         replies: the script, consumed in order (any iterable, also a generator). A callable
             step is called with the messages (as a list) and the tool schemas.
-        models: what ``list_models`` returns.
+        models: what ``list_models`` returns (default none: the run preflight then checks no
+            model name).
 
     Attributes:
         requests: every ``(model, messages, tools, format)`` received, in order, including the
@@ -49,7 +50,7 @@ class ScriptedBackend:
         self,
         replies: Iterable[ScriptedReply],
         *,
-        models: Sequence[str] = ("scripted",),
+        models: Sequence[str] = (),
     ) -> None:
         self._replies = iter(replies)
         self._models = list(models)

@@ -10,6 +10,7 @@ problems before the planner's first request (status ``error``, the CLI exits 2),
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from flow_core._report import ErrorInfo
@@ -24,6 +25,8 @@ PREFLIGHT_CODES: dict[str, str] = {
     "preflight_check_missing": "a required check's executable does not exist or is not "
     "executable; install it or fix checks.NAME.cmd[0]",
     "preflight_empty_task": "the task is empty or only whitespace; say what to do",
+    "preflight_model_missing": "a role's model is not installed on the model server; choose "
+    "one of the installed models the message lists, or install it",
     "preflight_no_required_check": "no required check is configured, so no run can be "
     "verified; add a [checks.NAME] table with required = true",
     "preflight_workspace_missing": "the workspace directory does not exist (any more); fix "
@@ -110,3 +113,51 @@ def preflight(config: FlowConfig, *, task: str | None, trusted: bool) -> list[Er
                 )
             )
     return problems
+
+
+def _installed(name: str, models: Sequence[str]) -> bool:
+    """Whether ``name`` is among ``models`` (Ollama's implicit ``:latest`` tag included)."""
+    return name in models or (":" not in name and f"{name}:latest" in models)
+
+
+def model_preflight(
+    config: FlowConfig, list_models: Callable[[], Sequence[str]]
+) -> list[ErrorInfo]:
+    """Each role's model must be installed on the server, where the server lists its models.
+
+    Args:
+        config: the validated configuration (``model_for`` gives each role's model; ``""``
+            leaves the choice to the server and is not checked).
+        list_models: the backend's ``list_models``.
+
+    Returns:
+        One ``preflight_model_missing`` entry per missing model, naming the installed ones;
+        empty when every model is there or the server cannot list them (its failure then
+        shows on the first model request, with its own code).
+    """
+    from flow_core._errors import BackendError
+    from flow_core._protocols import ROLES
+
+    try:
+        models = list(list_models())
+    except BackendError:
+        return []
+    if not models:
+        return []
+    wanted: dict[str, list[str]] = {}
+    for role in ROLES:
+        name = config.model_for(role)
+        if name and not _installed(name, models):
+            wanted.setdefault(name, []).append(role)
+    table = "ollama" if config.backend == "ollama" else "openai"
+    shown = ", ".join(models[:20]) + (" ..." if len(models) > 20 else "")
+    return [
+        ErrorInfo(
+            code="preflight_model_missing",
+            message=f"model {name!r} ({', '.join(roles)}) is not installed on the "
+            f"{config.backend} server; installed: {shown}; fix: set {table}.model or "
+            f"[models] {roles[0]} to an installed model"
+            + (f", or run `ollama pull {name}`" if config.backend == "ollama" else ""),
+        )
+        for name, roles in wanted.items()
+    ]

@@ -29,7 +29,7 @@ from flow_core._report import CheckResult, Report, ReportStatus
 from flow_core.run._changes import ChangeTracker
 from flow_core.run._evidence import RunEvidence, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
-from flow_core.run._preflight import config_hints, preflight
+from flow_core.run._preflight import config_hints, model_preflight, preflight
 from flow_core.run._reporting import build_report, status_report
 from flow_core.run._state import Interrupted, RunState
 from flow_safeio import SafeIOError
@@ -155,6 +155,11 @@ class Runtime:
         from flow_core.verify._sandbox import require_sandbox
 
         require_sandbox(self.config.sandbox)
+        missing = model_preflight(self.config, self._list_models_quietly)
+        if missing:
+            self._state = self._new_state()
+            self._state.errors.extend(missing)
+            return self._report("check", "error", ok=False)
         state = self._state = self._new_state()
         self._evidence = RunEvidence()
         names = [name] if name is not None else list(self.config.checks)
@@ -191,6 +196,8 @@ class Runtime:
             could not be used). With a store, ``run_id``/``run_dir`` name the record.
         """
         problems = preflight(self.config, task=task, trusted=self.trusted)
+        if not problems:
+            problems = model_preflight(self.config, self._list_models_quietly)
         if problems:
             self._state = self._new_state(task)
             self._changes = ChangeTracker(self._get_workspace)
@@ -308,6 +315,14 @@ class Runtime:
             BackendError: the server could not be asked.
         """
         return self._get_backend().list_models()
+
+    def _list_models_quietly(self) -> list[str]:
+        """``list_models`` for the preflight; a backend that cannot be built lists nothing."""
+        try:
+            backend = self._get_backend()
+        except FlowError:
+            return []
+        return backend.list_models()
 
     def interrupt(self) -> None:
         """Stop the current run or check: kill its process groups; it returns "interrupted".
