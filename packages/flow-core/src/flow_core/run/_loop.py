@@ -224,7 +224,7 @@ def _char_budget(backend: Any, agent: AgentConfig, model: str, usage: RoleUsage)
     opts = REQUEST_OPTIONS.get() or {}
     reserve = opts.get("max_reply_tokens", DEFAULT_REPLY_TOKENS)
     reserve = reserve if isinstance(reserve, int) else DEFAULT_REPLY_TOKENS
-    derived = max(1, window - reserve) * CHARS_PER_TOKEN
+    derived = int(max(1, window - reserve) * CHARS_PER_TOKEN)
     return min(derived, agent.max_context_chars)
 
 
