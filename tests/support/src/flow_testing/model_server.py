@@ -274,7 +274,12 @@ class FakeModelServer:
                 tags = {"models": [{"name": m, "model": m} for m in self.models]}
                 return Reply(200, [json.dumps(tags).encode()])
             if (method, path) == ("POST", "/api/show"):
-                show = {"details": {}, "capabilities": ["completion", "tools"]}
+                # A window of 32768 tokens (num_ctx), so a long scripted run fits it.
+                show = {
+                    "details": {},
+                    "capabilities": ["completion", "tools"],
+                    "parameters": "num_ctx 32768",
+                }
                 return Reply(200, [json.dumps(show).encode()])
         return Reply(404, [b"404 page not found"], content_type="text/plain")
 
