@@ -86,8 +86,8 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
         ),
         "check_failed": (
             "the project's tests or linter found a problem",
-            "read the check's output in the report (checks[].tail) and fix the code, or run flow "
-            "check NAME to reproduce",
+            "read the check's output in the report (checks[].output_tail) and fix the code, "
+            "or run flow check NAME to reproduce",
         ),
         "check_timeout": (
             "a slow or hanging command, or a timeout written in seconds",
