@@ -288,7 +288,7 @@ def run_server(
             config_file=options.config_file, workspace=options.workspace, model=options.model
         )
     except FlowError as err:
-        _err(f"configuration error [{err.code}]: {err.message}")
+        _err(f"configuration error: {err.message} [{err.code}]")
         return EXIT_USAGE
     workspace = str(loaded.config.workspace_dir)
 
@@ -297,10 +297,10 @@ def run_server(
         try:
             bridge = _connect_editor(options.nvim_socket, options, workspace)
         except FlowError as err:
-            _err(f"editor bridge error [{err.code}]: {err.message}")
+            _err(f"editor bridge error: {err.message} [{err.code}]")
             return EXIT_USAGE
         except Exception as err:  # a bridge that fails in an unplanned way still stops here
-            _err(f"editor bridge error: {type(err).__name__}: {err}")
+            _err(f"editor bridge error: {type(err).__name__}: {err} [editor_unavailable]")
             return EXIT_USAGE
 
     if stdin_fd is not None or stdout_fd is not None:
@@ -360,7 +360,7 @@ def _serve(
             store=RunStore.for_workspace(config.workspace_dir, config.runs),
         )
     except FlowError as err:
-        _err(f"cannot start the runtime [{err.code}]: {err.message}")
+        _err(f"cannot start the runtime: {err.message} [{err.code}]")
         if bridge is not None:
             _quietly("closing the editor bridge", bridge.close)
         return EXIT_USAGE
