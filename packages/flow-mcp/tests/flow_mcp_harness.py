@@ -349,3 +349,35 @@ def start_inproc(
     yield start
     for server in started:
         server.kill()
+
+
+#: A check that starts a grandchild, writes both pids to the FIFO named by argv[1], then hangs.
+HANGING_CHECK = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, f"{os.getpid()} {child.pid}\\n".encode())
+os.close(fd)
+time.sleep(600)
+"""
+
+
+def read_fifo(path: Path) -> list[int]:
+    """The pids a ``HANGING_CHECK`` wrote to the FIFO at ``path`` (waits at most DEADLINE_S)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            assert sel.select(DEADLINE_S), "the check never reported its pid"
+        return [int(p) for p in os.read(fd, 200).decode().split()]
+    finally:
+        os.close(fd)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

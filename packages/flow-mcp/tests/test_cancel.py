@@ -11,42 +11,22 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from flow_mcp_harness import DEADLINE_S, FakeOllama, RawServer, ServerFactory, hello_script
-
-HANGING_CHECK = """
-import os, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, f"{os.getpid()} {child.pid}\\n".encode())
-os.close(fd)
-time.sleep(600)
-"""
-
-
-def _read_fifo(path: Path) -> list[int]:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            assert sel.select(DEADLINE_S), "the check never reported its pid"
-        return [int(p) for p in os.read(fd, 200).decode().split()]
-    finally:
-        os.close(fd)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+from flow_mcp_harness import (
+    DEADLINE_S,
+    HANGING_CHECK,
+    FakeOllama,
+    RawServer,
+    ServerFactory,
+    alive,
+    hello_script,
+    read_fifo,
+)
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -105,10 +85,10 @@ def test_ping_during_a_check_then_cancel_kills_it_and_sends_no_answer(
     )
     server.initialize()
     call(server, "long", "flow_check", {"name": "hang"}, "tok")
-    pids = _read_fifo(fifo)  # the check (and its child) run now
+    pids = read_fifo(fifo)  # the check (and its child) run now
     server.send({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
     assert recv_id(server, "p1") == {"jsonrpc": "2.0", "id": "p1", "result": {}}
-    assert all(_alive(p) for p in pids), "ping was not answered while the check ran"
+    assert all(alive(p) for p in pids), "ping was not answered while the check ran"
 
     cancel(server, "long")
     # Served on the main thread, so only after the cancelled request has returned.
@@ -118,7 +98,7 @@ def test_ping_during_a_check_then_cancel_kills_it_and_sends_no_answer(
     status = recv_id(server, "st")
     assert status["result"]["structuredContent"]["kind"] == "status"
     assert _group_members(pids[0]) == []
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
 
     assert server.finish() == 0
     assert answers_for(server, "long") == []  # "Basic > Utilities > Cancellation": no answer
@@ -175,7 +155,7 @@ def test_cancelled_run_rolls_its_edits_back(
     )
     server.initialize()
     call(server, "run", "flow_run", {"task": "Create hello.txt"}, None)
-    pids = _read_fifo(fifo)  # the coder wrote hello.txt; the host's check runs now
+    pids = read_fifo(fifo)  # the coder wrote hello.txt; the host's check runs now
     assert target.read_text() == "hello\n"
     cancel(server, "run")
     server.send(
@@ -222,7 +202,7 @@ def test_eof_during_a_check_interrupts_it_and_answers_interrupted(
     )
     server.initialize()
     call(server, "busy", "flow_check", {"name": "hang"}, None)
-    pids = _read_fifo(fifo)
+    pids = read_fifo(fifo)
     server.close_stdin()  # EOF while the request is busy
     reply = recv_id(server, "busy")
     report = reply["result"]["structuredContent"]
@@ -232,7 +212,7 @@ def test_eof_during_a_check_interrupts_it_and_answers_interrupted(
     assert server.wait() == 0
     server.assert_stdout_pure()
     assert _group_members(pids[0]) == []
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)
 
 
 def test_a_request_cancelled_while_queued_never_runs(
@@ -247,7 +227,7 @@ def test_a_request_cancelled_while_queued_never_runs(
     )
     server.initialize()
     call(server, "long", "flow_check", {"name": "hang"}, None)
-    _read_fifo(fifo)  # "long" runs; what follows waits behind it
+    read_fifo(fifo)  # "long" runs; what follows waits behind it
     call(server, "queued", "flow_check", {"name": "hang"}, None)
     cancel(server, "queued")
     cancel(server, "long")

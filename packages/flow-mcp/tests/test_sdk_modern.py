@@ -13,43 +13,22 @@ the run is busy (``ping`` is gone from 2026-07-28).
 from __future__ import annotations
 
 import os
-import selectors
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from flow_mcp_harness import DEADLINE_S, FakeOllama, server_env, write_config
+from flow_mcp_harness import (
+    DEADLINE_S,
+    HANGING_CHECK,
+    FakeOllama,
+    alive,
+    read_fifo,
+    server_env,
+    write_config,
+)
 from mcp import Client, StdioServerParameters
-
-HANGING_CHECK = """
-import os, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, f"{os.getpid()} {child.pid}\\n".encode())
-os.close(fd)
-time.sleep(600)
-"""
-
-
-def _read_fifo(path: Path) -> list[int]:
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            assert sel.select(DEADLINE_S), "the check never reported its pid"
-        return [int(p) for p in os.read(fd, 200).decode().split()]
-    finally:
-        os.close(fd)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _params(tmp_path: Path, workspace: Path, ollama: FakeOllama, checks: Any) -> Any:
@@ -125,14 +104,14 @@ def test_sdk_client_cancels_a_running_flow_run(
 
                 tg.start_soon(run)
                 # The coder wrote hello.txt; the host's check now runs (and would for 600 s).
-                seen["pids"] = await anyio.to_thread.run_sync(_read_fifo, fifo)
+                seen["pids"] = await anyio.to_thread.run_sync(read_fifo, fifo)
                 seen["written"] = (workspace / "hello.txt").read_text()
                 if mode == "legacy":
                     with anyio.fail_after(DEADLINE_S):
                         # Client.send_ping warns that 2026-07-28 dropped ping (always, even in
                         # legacy mode); the session's own send_ping is the same request.
                         await client.session.send_ping()  # answered while flow_run is busy
-                    seen["alive_after_ping"] = all(_alive(p) for p in seen["pids"])
+                    seen["alive_after_ping"] = all(alive(p) for p in seen["pids"])
                 tg.cancel_scope.cancel()  # the SDK sends notifications/cancelled
             status = await client.call_tool("flow_status", {})  # served after the run stopped
             assert status.is_error is False
@@ -141,6 +120,6 @@ def test_sdk_client_cancels_a_running_flow_run(
     assert "result" not in seen  # cancelled: the call never completed
     assert seen["written"] == "hello\n"
     assert not (workspace / "hello.txt").exists()  # rolled back
-    assert not any(_alive(p) for p in seen["pids"])  # the check's process group was killed
+    assert not any(alive(p) for p in seen["pids"])  # the check's process group was killed
     if mode == "legacy":
         assert seen["alive_after_ping"] is True

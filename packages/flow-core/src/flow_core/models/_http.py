@@ -31,8 +31,10 @@ __all__ = [
     "BACKEND_ERROR_CODES",
     "REQUEST_OPTIONS",
     "REQUEST_SCOPE",
+    "TOOL_RESULT_MODES",
     "HTTPStatusError",
     "RequestScope",
+    "check_backend_settings",
     "check_base_url",
     "encode_json_body",
     "excerpt",
@@ -507,3 +509,22 @@ def _too_large(server: str, max_bytes: int) -> BackendError:
 def monotonic_ms() -> float:
     """Milliseconds from a monotonic clock (for ``ChatResponse.duration_ms``)."""
     return time.monotonic() * 1000.0
+
+
+#: How a backend delivers tool results to the model (``tool_results`` in the config).
+TOOL_RESULT_MODES = ("auto", "native", "user")
+
+
+def check_backend_settings(*, timeout: float, max_response_bytes: int, tool_results: str) -> None:
+    """The constructor checks every HTTP backend shares.
+
+    Raises:
+        ValueError: ``timeout`` (seconds) or ``max_response_bytes`` (bytes) is not positive, or
+            ``tool_results`` is not one of ``TOOL_RESULT_MODES``.
+    """
+    if tool_results not in TOOL_RESULT_MODES:
+        raise ValueError("tool_results must be 'auto', 'native' or 'user'")
+    if not timeout > 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    if max_response_bytes <= 0:
+        raise ValueError("max_response_bytes must be a positive number of bytes")

@@ -23,6 +23,7 @@ from flow_core.models._delivery import deliver
 from flow_core.models._http import (
     REQUEST_OPTIONS,
     HTTPStatusError,
+    check_backend_settings,
     check_base_url,
     excerpt,
     iter_lines_capped,
@@ -81,17 +82,14 @@ class OllamaBackend:
         tool_results: str = "auto",
         options: Mapping[str, Any] | None = None,
     ) -> None:
+        check_backend_settings(
+            timeout=timeout, max_response_bytes=max_response_bytes, tool_results=tool_results
+        )
         self.options = dict(options or {})
         self._windows: dict[str, int | None] = {}
-        if tool_results not in ("auto", "native", "user"):
-            raise ValueError("tool_results must be 'auto', 'native' or 'user'")
         self.tool_results = tool_results
         #: The delivery mode decided for each model (``"native"`` or ``"user"``).
         self.delivery: dict[str, str] = {}
-        if not timeout > 0:
-            raise ValueError("timeout must be a positive number of seconds")
-        if max_response_bytes <= 0:
-            raise ValueError("max_response_bytes must be positive")
         self.base_url = check_base_url(
             base_url, allow_remote=allow_remote, setting="ollama.base_url"
         )

@@ -54,6 +54,7 @@ from flow_core.models._delivery import choose, deliver, probe_messages
 from flow_core.models._http import (
     REQUEST_OPTIONS,
     HTTPStatusError,
+    check_backend_settings,
     check_base_url,
     excerpt,
     make_client,
@@ -116,17 +117,14 @@ class OpenAIBackend:
         tool_results: str = "auto",
         options: Mapping[str, Any] | None = None,
     ) -> None:
+        check_backend_settings(
+            timeout=timeout, max_response_bytes=max_response_bytes, tool_results=tool_results
+        )
         self.options = dict(options or {})
         self._windows: dict[str, int | None] = {}
-        if tool_results not in ("auto", "native", "user"):
-            raise ValueError("tool_results must be 'auto', 'native' or 'user'")
         self.tool_results = tool_results
         #: The delivery mode decided for each model (``"native"`` or ``"user"``).
         self.delivery: dict[str, str] = {}
-        if max_response_bytes <= 0:
-            raise ValueError("max_response_bytes must be > 0")
-        if not timeout > 0:
-            raise ValueError("timeout must be > 0 seconds")
         self.base_url = check_base_url(
             base_url, allow_remote=allow_remote, setting="openai.base_url"
         )
