@@ -88,6 +88,7 @@ class Recorder:
         *,
         tools: Sequence[Mapping[str, Any]] = (),
         format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         tokens = self.count(_render(messages, tools))
         self.prompts.append((messages[0].content[:60], tokens))
@@ -102,11 +103,12 @@ class Recorder:
     def close(self) -> None:
         pass
 
-    def context_window(self, model: str) -> int | None:
-        from flow_core.models._http import REQUEST_OPTIONS
-
-        window = (REQUEST_OPTIONS.get() or {}).get("context_tokens")
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        window = (options or {}).get("context_tokens")
         return window if isinstance(window, int) else None
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        return None
 
 
 def _call(tool: str, **args: Any) -> ChatResponse:

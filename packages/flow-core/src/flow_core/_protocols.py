@@ -72,6 +72,11 @@ class ChatResponse:
 class ChatBackend(Protocol):
     """A chat model server (Ollama's native API, an OpenAI-compatible server, a script).
 
+    Every member is part of the seam: a wrapper (the run store's recorder,
+    ``run/_journal.py``) implements or delegates each one, so what a wrapper adds never hides
+    what the run needs (``docs/architecture.md``, "The backend seam"). Request options travel
+    as an argument, never in ambient state.
+
     Implementations raise ``BackendError`` (with a stable code) for transport, HTTP and
     protocol failures; they never raise for what the *model* said (that is classified by the
     runtime).
@@ -84,6 +89,7 @@ class ChatBackend(Protocol):
         *,
         tools: Sequence[Mapping[str, Any]] = (),
         format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         """Send one chat request.
 
@@ -93,7 +99,26 @@ class ChatBackend(Protocol):
             tools: tool schemas in the OpenAI/Ollama function format
                 (``{"type": "function", "function": {"name", "description", "parameters"}}``).
             format: a JSON Schema the reply's content must follow (structured output), or None.
+            options: the model options of this request in Flow's keys
+                (``flow_core.config.ModelOptions``: ``context_tokens``, ``temperature``,
+                ``seed``, ``max_reply_tokens``, ...; ``FlowConfig.options_for(role)``); None:
+                the backend's own configured options.
         """
+        ...
+
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        """The context window ``model`` runs with under ``options``, in tokens.
+
+        ``options["context_tokens"]`` when set, else what the server says; None when it
+        cannot say (the run then keeps ``agent.max_context_chars``). May ask the server once
+        per model; never raises for a server that cannot answer.
+        """
+        ...
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        """How tool results reach ``model``: ``"native"`` (messages of the tool role) or
+        ``"user"`` (delimited user messages, for templates without a tool role), as decided
+        for it; None before any request carried a tool result. Never asks the server."""
         ...
 
     def list_models(self) -> list[str]:

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKEND_ERROR_CODES",
-    "REQUEST_OPTIONS",
     "REQUEST_SCOPE",
     "TOOL_RESULT_MODES",
     "HTTPStatusError",
@@ -135,12 +134,6 @@ class RequestScope:
         for watch in watches:
             watch.stop()
 
-
-#: The model options (``FlowConfig.options_for(role)``) of the request running in this
-#: context; None: the backend's own ``options``. The runtime sets it per role.
-REQUEST_OPTIONS: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
-    "flow_request_options", default=None
-)
 
 #: The ``RequestScope`` of the model request running in this context (None outside one).
 REQUEST_SCOPE: contextvars.ContextVar[RequestScope | None] = contextvars.ContextVar(

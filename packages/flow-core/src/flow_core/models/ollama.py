@@ -21,7 +21,6 @@ from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall, note_stream_fragment
 from flow_core.models._delivery import deliver
 from flow_core.models._http import (
-    REQUEST_OPTIONS,
     HTTPStatusError,
     check_backend_settings,
     check_base_url,
@@ -113,6 +112,7 @@ class OllamaBackend:
         *,
         tools: Sequence[Mapping[str, Any]] = (),
         format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         """``POST /api/chat``: one model turn.
 
@@ -121,6 +121,7 @@ class OllamaBackend:
             messages: the whole context.
             tools: function-style tool schemas, sent as ``tools``.
             format: a JSON Schema for structured output, sent as ``format``.
+            options: the request's model options (``ChatBackend.chat``); None: ``options``.
 
         Returns:
             The reply; streamed fragments are joined, tool calls collected, ``done_reason``
@@ -141,7 +142,7 @@ class OllamaBackend:
             body["tools"] = [dict(t) for t in tools]
         if format is not None:
             body["format"] = dict(format)
-        body.update(self.wire_options())
+        body.update(self.wire_options(options))
         started = monotonic_ms()
         try:
             with stream_request(
@@ -197,11 +198,10 @@ class OllamaBackend:
         """
         return self._json_request("POST", "/api/show", {"model": model}, model=model)
 
-    def wire_options(self) -> dict[str, Any]:
-        """The request's model options in Ollama's form: ``options`` (``num_ctx``,
+    def wire_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``options`` (None: the backend's own) in Ollama's form: ``options`` (``num_ctx``,
         ``temperature``, ``seed``, ``num_predict``) and a top-level ``keep_alive``."""
-        given = REQUEST_OPTIONS.get()
-        opts = dict(self.options if given is None else given)
+        opts = dict(self.options if options is None else options)
         wire = {
             ours: opts[key]
             for key, ours in (
@@ -217,12 +217,12 @@ class OllamaBackend:
             out["keep_alive"] = opts["keep_alive"]
         return out
 
-    def context_window(self, model: str) -> int | None:
-        """The window ``model`` runs with, in tokens: ``context_tokens`` when set, else
-        ``num_ctx`` from ``/api/show``'s ``parameters``, else Ollama's default of 4096 (never
-        more than the model's own ``*.context_length``). None when the server cannot say."""
-        given = REQUEST_OPTIONS.get()
-        opts = self.options if given is None else given
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        """The window ``model`` runs with, in tokens: ``context_tokens`` of ``options`` (None:
+        the backend's own) when set, else ``num_ctx`` from ``/api/show``'s ``parameters``, else
+        Ollama's default of 4096 (never more than the model's own ``*.context_length``). None
+        when the server cannot say."""
+        opts = self.options if options is None else options
         if isinstance(opts.get("context_tokens"), int):
             return int(opts["context_tokens"])
         if model not in self._windows:
@@ -247,6 +247,11 @@ class OllamaBackend:
                 if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
                     window = min(window, value)
         return window
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        """The delivery decided for ``model`` (``tool_delivery``), None before the first
+        request that carried a tool result."""
+        return self.delivery.get(model)
 
     def tool_delivery(self, model: str) -> str:
         """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).

@@ -52,7 +52,6 @@ from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
 from flow_core.models._delivery import choose, deliver, probe_messages
 from flow_core.models._http import (
-    REQUEST_OPTIONS,
     HTTPStatusError,
     check_backend_settings,
     check_base_url,
@@ -150,6 +149,7 @@ class OpenAIBackend:
         *,
         tools: Sequence[Mapping[str, Any]] = (),
         format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         """Send one non-streaming chat completion request.
 
@@ -159,6 +159,7 @@ class OpenAIBackend:
             messages: the whole context for this turn.
             tools: function schemas (``{"type": "function", "function": {...}}``).
             format: a JSON Schema for the reply's content (structured output), or ``None``.
+            options: the request's model options (``ChatBackend.chat``); None: ``options``.
 
         Returns:
             The first choice, unjudged. ``finish_reason`` is ``"stop"``, ``"length"``,
@@ -170,20 +171,16 @@ class OpenAIBackend:
         if any(m.role == "tool" for m in messages):
             messages = deliver(messages, self.tool_delivery(model))
         body = self.request_body(model, messages, tools=tools, format=format)
-        body.update(self.wire_options())
+        body.update(self.wire_options(options))
         started = monotonic_ms()
         raw = self._post_completion(body, model)
         elapsed = monotonic_ms() - started
         return self._parse_completion(raw, model, elapsed)
 
-    def _opts(self) -> Mapping[str, Any]:
-        given = REQUEST_OPTIONS.get()
-        return self.options if given is None else given
-
-    def wire_options(self) -> dict[str, Any]:
-        """The request's model options in the OpenAI form: ``temperature``, ``seed``,
+    def wire_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``options`` (None: the backend's own) in the OpenAI form: ``temperature``, ``seed``,
         ``max_tokens`` and llama.cpp's ``cache_prompt`` (the window is the server's)."""
-        opts = self._opts()
+        opts = self.options if options is None else options
         return {
             ours: opts[key]
             for key, ours in (
@@ -195,11 +192,12 @@ class OpenAIBackend:
             if key in opts
         }
 
-    def context_window(self, model: str) -> int | None:
-        """The server's window in tokens: ``context_tokens`` when set, else llama.cpp's
-        ``GET /props`` (``default_generation_settings.n_ctx``, or ``n_ctx``); None when the
-        server does not say (llama-cpp-python's server: set ``context_tokens``)."""
-        opts = self._opts()
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        """The server's window in tokens: ``context_tokens`` of ``options`` (None: the
+        backend's own) when set, else llama.cpp's ``GET /props``
+        (``default_generation_settings.n_ctx``, or ``n_ctx``); None when the server does not
+        say (llama-cpp-python's server: set ``context_tokens``)."""
+        opts = self.options if options is None else options
         if isinstance(opts.get("context_tokens"), int):
             return int(opts["context_tokens"])
         if model not in self._windows:
@@ -223,6 +221,11 @@ class OpenAIBackend:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
         return None
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        """The delivery decided for ``model`` (``tool_delivery``), None before the first
+        request that carried a tool result."""
+        return self.delivery.get(model)
 
     def tool_delivery(self, model: str) -> str:
         """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).

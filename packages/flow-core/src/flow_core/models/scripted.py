@@ -36,10 +36,15 @@ class ScriptedBackend:
             step is called with the messages (as a list) and the tool schemas.
         models: what ``list_models`` returns (default none: the run preflight then checks no
             model name).
+        window: what ``context_window`` returns, in tokens (default None: unknown, so a run
+            keeps ``agent.max_context_chars``).
+        tool_results: what ``tool_results_in_use`` returns once a request carried a tool
+            result (``"native"`` or ``"user"``; default None: not reported).
 
     Attributes:
         requests: every ``(model, messages, tools, format)`` received, in order, including the
             one that found the script exhausted.
+        options: the ``options`` argument of each of those requests (a copy, or None).
 
     Raises:
         BackendError: code ``script_exhausted`` from ``chat`` when the script has no reply
@@ -51,12 +56,18 @@ class ScriptedBackend:
         replies: Iterable[ScriptedReply],
         *,
         models: Sequence[str] = (),
+        window: int | None = None,
+        tool_results: str | None = None,
     ) -> None:
         self._replies = iter(replies)
         self._models = list(models)
+        self._window = window
+        self._tool_results = tool_results
+        self._delivered: set[str] = set()
         self._lock = threading.Lock()
         self._closed = False
         self.requests: list[ScriptedRequest] = []
+        self.options: list[dict[str, Any] | None] = []
 
     @property
     def closed(self) -> bool:
@@ -70,12 +81,17 @@ class ScriptedBackend:
         *,
         tools: Sequence[Mapping[str, Any]] = (),
         format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         """Record the request and return (or compute) the next scripted reply."""
+        opts = None if options is None else dict(options)
         with self._lock:
             if self._closed:
                 raise BackendError("the scripted backend is closed", code="backend_closed")
             self.requests.append(ScriptedRequest(model, tuple(messages), tuple(tools), format))
+            self.options.append(opts)
+            if any(m.role == "tool" for m in messages):
+                self._delivered.add(model)
             step = next(self._replies, None)
             number = len(self.requests)
         if step is None:
@@ -95,6 +111,14 @@ class ScriptedBackend:
         if not reply.model:
             reply = dataclasses.replace(reply, model=model)
         return reply
+
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        """The ``window`` given at construction (the same for every model and options)."""
+        return self._window
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        """The ``tool_results`` given at construction, once ``model`` was sent a tool result."""
+        return self._tool_results if model in self._delivered else None
 
     def list_models(self) -> list[str]:
         """The ``models`` given at construction."""

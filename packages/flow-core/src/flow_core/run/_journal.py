@@ -37,7 +37,13 @@ def _message(msg: ChatMessage) -> dict[str, Any]:
 
 
 class _RecordingBackend:
-    """A ``ChatBackend`` that writes each request and reply to the record, then delegates."""
+    """A ``ChatBackend`` that writes each request and reply to the record, then delegates.
+
+    A decorator of the seam: every ``ChatBackend`` member is written out here and delegates
+    to the wrapped backend (``Journal.wrap`` returns it as a ``ChatBackend``, so mypy fails
+    when the protocol gains a member this class lacks). Only ``close`` does not delegate: the
+    runtime owns and closes the real backend.
+    """
 
     def __init__(self, inner: ChatBackend, record: RunRecord, where: Mapping[str, Any]) -> None:
         self._inner = inner
@@ -51,6 +57,7 @@ class _RecordingBackend:
         *,
         tools: Sequence[Mapping[str, Any]] = (),
         format: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> ChatResponse:
         names = [str(t.get("function", {}).get("name", "")) for t in tools]
         self._record.model_request(
@@ -62,7 +69,9 @@ class _RecordingBackend:
             **self._where,
         )
         try:
-            response = self._inner.chat(model, messages, tools=tools, format=format)
+            response = self._inner.chat(
+                model, messages, tools=tools, format=format, options=options
+            )
         except Exception as err:
             self._record.transcript("model_error", error=repr(err), **self._where)
             raise
@@ -78,6 +87,12 @@ class _RecordingBackend:
             **self._where,
         )
         return response
+
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        return self._inner.context_window(model, options)
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        return self._inner.tool_results_in_use(model)
 
     def list_models(self) -> list[str]:
         return self._inner.list_models()

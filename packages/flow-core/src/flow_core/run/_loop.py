@@ -70,19 +70,14 @@ def run_role(
         BackendError: the model server failed.
     """
     from flow_core.models import parse_reply
-    from flow_core.models._http import REQUEST_OPTIONS
 
     usage = state.roles.setdefault(role, RoleUsage(model=model))
     usage.invocations += 1
-    scoped = REQUEST_OPTIONS.set(dict(options) if options is not None else None)
-    try:
-        limit = _guarded(
-            state,
-            functools.partial(_char_budget, backend, agent, model, usage),
-            name=f"flow-{role}-window",
-        )
-    finally:
-        REQUEST_OPTIONS.reset(scoped)
+    limit = _guarded(
+        state,
+        functools.partial(_char_budget, backend, agent, model, usage, options),
+        name=f"flow-{role}-window",
+    )
     reply_cap = max(4_000, limit // 2)
     ctx = Context(toolbox.schema_chars)
     ctx.add(ChatMessage(role="system", content=system))
@@ -107,7 +102,6 @@ def run_role(
             state.error("context_budget", message, role=role, cycle=cycle)
             return RoleOutcome(False, failure="context_budget")
         _count_turn(state, usage, ctx, role=role, cycle=cycle, turn=turn)
-        scoped = REQUEST_OPTIONS.set(dict(options) if options is not None else None)
         try:
             response = _ask(
                 state,
@@ -117,6 +111,7 @@ def run_role(
                 toolbox=toolbox,
                 role=role,
                 format=response_format,
+                options=options,
                 cycle=cycle,
                 turn=turn,
             )
@@ -139,8 +134,6 @@ def run_role(
                 cycle=cycle,
             )
             return RoleOutcome(False, failure="prompt_too_long")
-        finally:
-            REQUEST_OPTIONS.reset(scoped)
         _count_tokens(usage, response, backend, model)
         parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
         for issue in parsed.issues:
@@ -205,37 +198,41 @@ def _record_changes(usage: RoleUsage, ctx: Context, *, turn: int, cycle: int | N
     ctx.changes.clear()
 
 
-def _char_budget(backend: Any, agent: AgentConfig, model: str, usage: RoleUsage) -> int:
+def _char_budget(
+    backend: ChatBackend,
+    agent: AgentConfig,
+    model: str,
+    usage: RoleUsage,
+    options: Mapping[str, Any] | None,
+) -> int:
     """The role's context budget in characters (see ``run_role``)."""
     from flow_core.config._options import CHARS_PER_TOKEN, DEFAULT_REPLY_TOKENS
-    from flow_core.models._http import REQUEST_OPTIONS
 
-    window_of = getattr(backend, "context_window", None)
-    window: int | None = None
-    if callable(window_of):
-        try:
-            found = window_of(model)
-        except BackendError:
-            found = None
-        window = found if isinstance(found, int) and found > 0 else None
+    try:
+        found = backend.context_window(model, options)
+    except BackendError:
+        found = None
+    window = found if isinstance(found, int) and found > 0 else None
     usage.context_window = window
     if "max_context_chars" in agent.model_fields_set or window is None:
         return agent.max_context_chars
-    opts = REQUEST_OPTIONS.get() or {}
+    opts = options or {}
     reserve = opts.get("max_reply_tokens", DEFAULT_REPLY_TOKENS)
     reserve = reserve if isinstance(reserve, int) else DEFAULT_REPLY_TOKENS
     derived = int(max(1, window - reserve) * CHARS_PER_TOKEN)
     return min(derived, agent.max_context_chars)
 
 
-def _count_tokens(usage: RoleUsage, response: ChatResponse, backend: Any, model: str) -> None:
+def _count_tokens(
+    usage: RoleUsage, response: ChatResponse, backend: ChatBackend, model: str
+) -> None:
     """Add one turn's server-reported tokens to the role's usage; note the delivery mode."""
     usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
     usage.prompt_tokens += response.prompt_tokens or 0
     usage.completion_tokens += response.completion_tokens or 0
-    delivery = getattr(backend, "delivery", None)
-    if isinstance(delivery, dict) and isinstance(delivery.get(model), str):
-        usage.tool_results = delivery[model]
+    delivery = backend.tool_results_in_use(model)
+    if delivery is not None:
+        usage.tool_results = delivery
 
 
 def _ask_again(
@@ -257,6 +254,7 @@ def _ask(
     toolbox: ToolBox,
     role: Role,
     format: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | None,
     cycle: int | None,
     turn: int,
 ) -> ChatResponse:
@@ -292,6 +290,7 @@ def _ask(
         list(ctx.messages),
         tools=toolbox.schemas,
         format=format,
+        options=options,
     )
     started = time.perf_counter()
     token = STREAM_METER.set(meter)
