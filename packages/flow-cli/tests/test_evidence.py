@@ -104,7 +104,8 @@ def config(
     text = (
         f"workspace_dir = {json.dumps(str(ws))}\n"
         f'[ollama]\nbase_url = "{url}"\nmodel = "fake-coder"\ntimeout = 30\n'
-        "[agent]\nmax_iterations = 40\nmax_cycles = 1\nmax_tool_calls = 60\n"
+        # Scripted attacks are refused turn after turn: no early no_progress stop here.
+        "[agent]\nmax_iterations = 40\nmax_cycles = 1\nmax_tool_calls = 60\nmax_idle_turns = 40\n"
         f'[sandbox]\nmode = "{sandbox}"\n'
         f'[checks.tests]\ncmd = {json.dumps(argv)}\nkind = "test"\n{results}'
         f"[checks.lint]\ncmd = {json.dumps(RUFF)}\n"

@@ -316,8 +316,31 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "lower the reply token limit or use a model that answers briefly",
         ),
         "context_overflow": (
-            "the prompt filled the model's context window or the reply hit its token limit",
-            "raise the model's context size, or give a narrower task",
+            "the prompt and the reply together filled the model's context window",
+            "raise the window (context_tokens, or the server's context size, e.g. llama.cpp's "
+            "--ctx-size), or give a narrower task",
+        ),
+        "reply_cap": (
+            "a reply longer than max_reply_tokens (a whole file written at once, or a model "
+            "that rambles); the window was not full",
+            "raise max_reply_tokens in [models.options.ROLE] or the backend's options table; "
+            "raising the window does not help",
+        ),
+        "schema_echo": (
+            "a small model that copies the schema's descriptions instead of filling values "
+            "(common below 1B parameters, and with a chat template that drops tool definitions)",
+            "use a larger or tool-trained model, or turn on guided calls where the server "
+            "supports them; the report's tool_calls show the copied text",
+        ),
+        "repeated_call": (
+            "a model stuck in a loop, calling the same tool with the same arguments",
+            "give a narrower task naming the file, use a stronger model, or raise "
+            "agent.max_repeated_calls",
+        ),
+        "no_progress": (
+            "a model whose calls fail, repeat, or break the tool format turn after turn",
+            "read the role's errors in the report; use a stronger model, name the file in the "
+            "task, or raise agent.max_idle_turns",
         ),
         "call_cut_off": (
             "the reply hit the length limit in the middle of a tool call",

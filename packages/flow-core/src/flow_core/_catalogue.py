@@ -103,6 +103,14 @@ _FLOW_CODES: dict[str, str] = {
     "in flight was closed and no role started after it",
     "budget_tool_calls": "the run reached agent.max_tool_calls; further calls were refused",
     "context_budget": "a role's context could not be trimmed under agent.max_context_chars",
+    "schema_echo": "a tool call's argument was text copied from the tool's schema (a "
+    "description or a placeholder), not a value; the role ended early",
+    "repeated_call": "a role repeated an identical tool call more than agent.max_repeated_calls "
+    "times with no change in between; the role ended early",
+    "no_progress": "a role went agent.max_idle_turns turns in a row without a new successful "
+    "tool call or an answer; the role ended early",
+    "reply_cap": "a reply stopped at its token cap (max_reply_tokens) before the context "
+    "window was full; what it held was not run",
     "review_invalid": "the reviewer's reply was not valid JSON matching the review schema",
     # the run store (store/): records, undo, apply, isolated runs
     "apply_conflict": "a file an isolated run changed is no longer what the run started from "

@@ -172,6 +172,10 @@ class AgentConfig(_Strict):
         max_tool_calls: tool calls across the whole run.
         max_context_chars: characters of one context sent to the model.
         max_seconds: the run's wall-clock limit in seconds (``budget_time``); unset: none.
+        max_repeated_calls: identical tool calls a role may make with no change in between
+            (``repeated_call`` beyond it; ``run/_stall.py``).
+        max_idle_turns: turns in a row without a new successful tool call before a role ends
+            (``no_progress``).
     """
 
     max_iterations: int = Field(default=6, ge=1)
@@ -179,6 +183,8 @@ class AgentConfig(_Strict):
     max_tool_calls: int = Field(default=64, ge=1)
     max_context_chars: int = Field(default=100_000, ge=1)
     max_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    max_repeated_calls: int = Field(default=2, ge=1)
+    max_idle_turns: int = Field(default=3, ge=1)
 
 
 class CheckConfig(BaseModel):

@@ -19,9 +19,11 @@ from flow_core._errors import BackendError
 from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
 from flow_core._report import RoleUsage
 from flow_core.run._context import Context
+from flow_core.run._cutoff import operator_issues
 from flow_core.run._fence import fence
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
+from flow_core.run._stall import StallWatch, refuse_calls
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 from flow_core.tools._record import tool_event_detail
 
@@ -84,6 +86,7 @@ def run_role(
     ctx.add(ChatMessage(role="user", content=user))
     state.emit("role_started", role=role, cycle=cycle, detail={"model": model})
     backend = state.journal.wrap(backend, role=role, cycle=cycle)
+    watch = StallWatch(toolbox.schemas, agent.max_repeated_calls, agent.max_idle_turns)
     for turn in range(1, agent.max_iterations + 1):
         state.check_time()
         fits = ctx.fit(limit)
@@ -136,9 +139,17 @@ def run_role(
             return RoleOutcome(False, failure="prompt_too_long")
         _count_tokens(usage, response, backend, model)
         parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
-        for issue in parsed.issues:
-            state.error(issue.code, issue.message, role=role, cycle=cycle)
+        window = usage.context_window
+        for code, message in operator_issues(
+            parsed, response, role=role, options=options, window=window
+        ):
+            state.error(code, message, role=role, cycle=cycle)
         calls = parsed.tool_calls
+        stall = watch.screen(calls, last_turn=turn == agent.max_iterations)
+        if stall is not None:
+            refuse_calls(state, toolbox, calls, stall, role=role, cycle=cycle, turn=turn)
+            state.error(stall.code, stall.message, role=role, cycle=cycle)
+            return RoleOutcome(False, failure=stall.code)
         ctx.add(
             ChatMessage(
                 role="assistant",
@@ -147,7 +158,7 @@ def run_role(
                 tool_calls=parsed.echo_calls,
             )
         )
-        _answer_calls(
+        ran = _answer_calls(
             state,
             agent,
             ctx,
@@ -158,12 +169,14 @@ def run_role(
             cycle=cycle,
             turn=turn,
         )
-        if calls:
-            continue
-        if parsed.issues or not parsed.text.strip():
+        if not calls and not parsed.issues and parsed.text.strip():
+            return RoleOutcome(True, text=parsed.text)
+        if not calls:
             _ask_again(state, ctx, parsed, role=role, cycle=cycle)
-            continue
-        return RoleOutcome(True, text=parsed.text)
+        stall = watch.after_turn(ran)
+        if stall is not None:
+            state.error(stall.code, stall.message, role=role, cycle=cycle)
+            return RoleOutcome(False, failure=stall.code)
     message = f"the {role} used all {agent.max_iterations} turns without finishing"
     state.error("budget_iterations", message, role=role, cycle=cycle)
     return RoleOutcome(False, failure="budget_iterations")
@@ -348,13 +361,17 @@ def _answer_calls(
     role: Role,
     cycle: int | None,
     turn: int,
-) -> None:
+) -> list[tuple[ToolCall, bool]]:
     """Run the reply's tool calls and answer every call id, failed ones included.
+
+    Returns:
+        Each call that ran, with whether it succeeded.
 
     Raises:
         RunEnded: a call came after the run's tool-call budget was spent (it is refused).
     """
     answered: set[str] = set()
+    ran: list[tuple[ToolCall, bool]] = []
     for call in calls:
         state.check_stop()
         answered.add(call.id)
@@ -375,6 +392,7 @@ def _answer_calls(
             raise RunEnded
         args = call.arguments if isinstance(call.arguments, dict) else {}
         outcome = toolbox.call(call.name, args)
+        ran.append((call, outcome.ok))
         state.journal.tool_call(
             call_id=outcome.id,
             name=call.name,
@@ -410,3 +428,4 @@ def _answer_calls(
                     tool_call_id=issue.tool_call_id,
                 )
             )
+    return ran
