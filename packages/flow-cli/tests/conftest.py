@@ -158,6 +158,26 @@ def fake_ollama() -> Iterator[Callable[..., FakeModelServer]]:
         yield start
 
 
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` with a fixed identity; assert it succeeded; return its stdout."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid"}
+    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid")
+    out = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def calc_config(tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Path:
+    """An operator config whose required checks import ``calc`` and compile ``calc.py``."""
+    unit = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
+    lint = [sys.executable, "-m", "py_compile", "calc.py"]
+    checks = check_table("unit", unit) + check_table("compile", lint, kind="lint")
+    checks = checks.replace('filetypes = ["python"]', 'filetypes = ["python", "docs"]')
+    return operator_config(
+        tmp_path / "op.toml", workspace, base_url=url, checks=checks, extra=extra
+    )
+
+
 @dataclass(frozen=True)
 class Helpers:
     """Plain helper functions, handed to tests as a fixture (importlib mode: no conftest import)."""
@@ -165,6 +185,8 @@ class Helpers:
     check_table: Callable[..., str] = check_table
     operator_config: Callable[..., Path] = operator_config
     toml_list: Callable[[list[str]], str] = toml_list
+    git: Callable[..., str] = git
+    calc_config: Callable[..., Path] = calc_config
 
 
 @pytest.fixture

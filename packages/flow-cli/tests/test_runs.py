@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -56,13 +55,7 @@ def scripted(content: str, *, hold: threading.Event | None = None, held=None):
 
 
 def _config(h, tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Path:
-    unit = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
-    lint = [sys.executable, "-m", "py_compile", "calc.py"]
-    checks = h.check_table("unit", unit) + h.check_table("compile", lint, kind="lint")
-    checks = checks.replace('filetypes = ["python"]', 'filetypes = ["python", "docs"]')
-    return h.operator_config(
-        tmp_path / "op.toml", workspace, base_url=url, checks=checks, extra=extra
-    )
+    return h.calc_config(tmp_path, workspace, url, extra)
 
 
 @pytest.fixture
@@ -72,22 +65,14 @@ def state(env, tmp_path: Path) -> Path:
     return path
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid"}
-    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid")
-    out = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
-
-
 @pytest.fixture
-def repo(workspace: Path) -> Path:
+def repo(workspace: Path, h) -> Path:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    _git(workspace, "init", "-q")
+    h.git(workspace, "init", "-q")
     (workspace / ".gitignore").write_text("__pycache__/\n")  # the checks import calc
-    _git(workspace, "add", ".")
-    _git(workspace, "commit", "-q", "-m", "init")
+    h.git(workspace, "add", ".")
+    h.git(workspace, "commit", "-q", "-m", "init")
     return workspace
 
 
@@ -137,7 +122,7 @@ def test_unverified_run_lists_what_it_left_and_undo_restores(
     assert body["removed"] == ["notes.md"]
     assert (repo / "calc.py").read_text() == ORIGINAL
     assert not (repo / "notes.md").exists()
-    assert _git(repo, "status", "--porcelain") == ""
+    assert h.git(repo, "status", "--porcelain") == ""
     # The undo is a record too; undoing it puts the run's change back.
     redo = env.flow("undo", body["undo_id"], "--config", str(cfg))
     assert redo.code == 0, redo.stderr
@@ -154,7 +139,7 @@ def test_undo_refused_after_an_external_change(
     refused = env.flow("undo", run_id, "--config", str(cfg))
     assert refused.code == 1
     assert json.loads(refused.stdout)["error"]["code"] == "undo_conflict"
-    assert "calc.py changed since the run" in refused.stderr
+    assert "calc.py (changed since the run)" in refused.stderr
     assert (workspace / "calc.py").read_text() == "# my own edit\n"
     assert (workspace / "notes.md").read_text() == "n\n"  # nothing at all was undone
     forced = env.flow("undo", run_id, "--force", "--config", str(cfg))
@@ -204,8 +189,11 @@ def test_isolated_verified_run_is_applied(
     assert report["isolation"] == {"mode": "git-worktree", "applied": True, "reason": None}
     assert (repo / "calc.py").read_text() == FIXED
     assert (repo / "notes.md").read_text() == "n\n"
-    assert _git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
-    assert sorted(_git(repo, "status", "--porcelain").splitlines()) == [" M calc.py", "?? notes.md"]
+    assert h.git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert sorted(h.git(repo, "status", "--porcelain").splitlines()) == [
+        " M calc.py",
+        "?? notes.md",
+    ]
 
 
 def test_isolated_unverified_run_is_kept_and_applied_on_request(
@@ -220,7 +208,7 @@ def test_isolated_unverified_run_is_kept_and_applied_on_request(
     assert report["isolation"]["applied"] is False
     assert (repo / "calc.py").read_text() == ORIGINAL
     assert not (repo / "notes.md").exists()
-    assert _git(repo, "status", "--porcelain") == ""
+    assert h.git(repo, "status", "--porcelain") == ""
     assert f"flow: see it: flow show {run_id} --diff; apply it: flow apply {run_id}" in (
         result.stderr.splitlines()
     )

@@ -129,6 +129,14 @@ def test_mode_of_existing_file_is_kept(ws: Workspace) -> None:
     assert stat.S_IMODE(p.stat().st_mode) == 0o600
 
 
+def test_an_explicit_mode_is_set_on_a_new_or_existing_file(ws: Workspace) -> None:
+    ws.write_bytes("run.sh", b"#!/bin/sh\n", mode=0o750)
+    p = _root(ws) / "run.sh"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o750
+    ws.write_bytes("run.sh", b"#!/bin/sh\necho\n", mode=0o600)
+    assert (stat.S_IMODE(p.stat().st_mode), p.read_bytes()) == (0o600, b"#!/bin/sh\necho\n")
+
+
 def test_new_file_mode_follows_umask(ws: Workspace) -> None:
     old = os.umask(0o027)
     try:

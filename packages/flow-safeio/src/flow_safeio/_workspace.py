@@ -559,13 +559,14 @@ class Workspace:
 
     # ------------------------------------------------------------------ writing
 
-    def write_bytes(self, rel: str, data: bytes) -> None:
+    def write_bytes(self, rel: str, data: bytes, *, mode: int | None = None) -> None:
         """Replace (or create) a regular file atomically.
 
         A temporary file is created in the target's directory (``O_EXCL``), written in full,
         ``fsync``-ed, renamed over the target with ``renameat`` and the directory is
         ``fsync``-ed. A reader sees either the old content or the new, never a mix. An existing
-        file keeps its permission bits; a new one gets ``0o666`` less the umask. Missing
+        file keeps its permission bits; a new one gets ``0o666`` less the umask; ``mode``
+        (hosts putting back a recorded file) sets them instead, before the rename. Missing
         parent directories are created one component at a time, never through a link. A
         symbolic link at the target is refused, and the rename would replace the link itself
         rather than write through it.
@@ -573,6 +574,7 @@ class Workspace:
         Args:
             rel: Workspace-relative path of the file.
             data: The complete new content (``bytes``-like), at most ``max_bytes`` bytes.
+            mode: Permission bits for the result (``0o7777`` at most), or None.
 
         Raises:
             ProtectedPathError: ``rel`` is (under) a protected path.
@@ -614,7 +616,9 @@ class Workspace:
                     written = 0
                     while written < view.nbytes:
                         written += os.write(fd, view[written:])
-                    if keep_mode is not None:
+                    if mode is not None:
+                        os.fchmod(fd, stat_mod.S_IMODE(mode))
+                    elif keep_mode is not None:
                         os.fchmod(fd, keep_mode)
                     os.fsync(fd)
                 finally:

@@ -78,6 +78,13 @@ class ChangeTracker:
         except OSError:
             return None
 
+    def mode_of(self, path: str) -> int | None:
+        """The permission bits of ``path`` now (``stat.S_IMODE``), None when unreadable."""
+        try:
+            return self._workspace().stat(path).mode
+        except OSError:
+            return None
+
     def keep_pre_image(self, path: str) -> None:
         """Keep the bytes of ``path`` before its first write in this run.
 

@@ -63,14 +63,14 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
     original = runtime.config
     workspace = str(original.workspace_dir)
     record = store.begin(workspace=workspace, task=task, isolated=True)
-    journal = Journal(record, hashes=lambda: runtime._changes.hashes())  # noqa: PLW0108
+    journal = Journal(record)
     try:
         tree = prepare_tree(Path(workspace), record.dir / "tree")
     except StoreError as err:
         report = runtime._failed_report(task, err.code, err.message)
         journal.finish(report, isolated=True, applied=False)
         return report.model_copy(update={"run_id": record.id, "run_dir": str(record.dir)})
-    record.save_meta(isolation=tree.kind)
+    record.save_meta(isolation=tree.kind, tree_root=str(tree.root), tree_top=str(tree.top))
     runtime._use_config(original.model_copy(update={"workspace_dir": tree.root}))
     try:
         report = runtime._run_journaled(task, journal)

@@ -1,19 +1,19 @@
 """The runtime's side of the run store: what a run writes into its record as it goes.
 
 ``Runtime.run`` holds one ``Journal`` per run (``NULL_JOURNAL`` when no store is attached) and
-calls it at five points: each model request and reply (through ``wrap``), each tool call with
+calls it at six points: each model request and reply (through ``wrap``), each tool call with
 its arguments and the result the model saw, each check result, each pre-image before a first
-write, and the end of the run (report, plan, diff, manifest). Everything but the pre-image is
-best effort: a record that cannot be written never stops a run, while a write whose pre-image
-cannot be kept is refused (``flow_core.store``). Source: flow-core's README, "Run
-store".
+write, what each write left right after it, and the end of the run (report, plan, diff,
+manifest). Everything but the pre-image is best effort: a record that cannot be written never
+stops a run, while a write whose pre-image cannot be kept is refused (``flow_core.store``).
+Source: flow-core's README, "Run store".
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import ChatBackend, ChatMessage, ChatResponse
@@ -101,26 +101,15 @@ class _RecordingBackend:
         return None
 
 
-#: Tools after which the written files' hashes are recorded (``files.jsonl`` post lines).
-_WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-
-
 class Journal:
     """Writes one run into its ``RunRecord`` (see the module docstring).
 
     Args:
         record: the run's record, or None (nothing is written).
-        hashes: returns the SHA-256 of every file the run wrote so far (the runtime's
-            ``ChangeTracker.hashes``); called after each successful write tool call.
     """
 
-    def __init__(
-        self,
-        record: RunRecord | None,
-        hashes: Callable[[], Mapping[str, str | None]] | None = None,
-    ) -> None:
+    def __init__(self, record: RunRecord | None) -> None:
         self.record = record
-        self._hashes = hashes
 
     def wrap(self, backend: ChatBackend, **where: Any) -> ChatBackend:
         """``backend`` itself, or a recording wrapper when a record is attached."""
@@ -146,8 +135,7 @@ class Journal:
     ) -> None:
         """One tool call: the arguments as the model sent them and the result it was shown.
 
-        After a successful write the written files' hashes follow, so a run killed later
-        still tells undo what each file should hold.
+        What a write left is recorded by ``written``, right after the write itself.
         """
         self.note(
             "tool_call",
@@ -159,8 +147,6 @@ class Journal:
             result=content,
             **where,
         )
-        if ok and name in _WRITE_TOOLS:
-            self.settle()
 
     def check(self, result: CheckResult, cycle: int | None) -> None:
         """One check's result with its output tail."""
@@ -172,16 +158,18 @@ class Journal:
             with contextlib.suppress(Exception):
                 self.record.write_file("plan.md", text.encode("utf-8", "replace"))
 
-    def pre_image(self, path: str, data: bytes | None) -> None:
+    def pre_image(self, path: str, data: bytes | None, mode: int | None = None) -> None:
         """Keep a pre-image before a first write; raises when it cannot (see RunRecord)."""
         if self.record is not None:
-            self.record.pre_image(path, data)
+            self.record.pre_image(path, data, mode)
 
-    def settle(self) -> None:
-        """Record the current hashes of the written files (before leaving the workspace)."""
-        if self.record is not None and self._hashes is not None:
+    def written(self, path: str, digest: str | None, mode: int | None) -> None:
+        """Record what Flow's own write just left in ``path`` (hash of the bytes written and
+        the bits they got), so a run killed later still tells undo what the file should hold.
+        Never called with a later read of the disk: that could be someone else's edit."""
+        if self.record is not None:
             with contextlib.suppress(Exception):
-                self.record.post_hashes(self._hashes())
+                self.record.post_state(path, digest, mode)
 
     def finish(self, report: Report, **meta: Any) -> None:
         """Write report, diff and manifest; set the final status (best effort)."""

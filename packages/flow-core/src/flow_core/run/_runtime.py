@@ -26,7 +26,7 @@ from flow_core._errors import (
 )
 from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
 from flow_core._report import CheckResult, Report, ReportStatus
-from flow_core.run._changes import ChangeTracker
+from flow_core.run._changes import ChangeTracker, sha256_hex
 from flow_core.run._evidence import RunEvidence, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
 from flow_core.run._preflight import config_hints, model_preflight, preflight
@@ -227,8 +227,7 @@ class Runtime:
                 record = self._store.begin(workspace=str(self.config.workspace_dir), task=task)
             except StoreError as err:
                 return self._failed_report(task, err.code, err.message)
-            # A lambda: _run_journaled replaces self._changes, the journal must see the new one.
-            journal = Journal(record, hashes=lambda: self._changes.hashes())  # noqa: PLW0108
+            journal = Journal(record)
         report = self._run_journaled(task, journal)
         rolled: list[str] = []
         policy = self.config.runs.on_unverified
@@ -236,7 +235,8 @@ class Runtime:
             failed = self.rollback()
             rolled = [p for p in report.changed_files if p not in failed]
             journal.note("rollback", restored=rolled, failed=failed)
-            journal.settle()
+            for path in rolled:  # what the rollback's own writes left: the pre-images
+                self._after_write(path, self._changes.pre.get(path))
         if journal.record is not None:
             record = journal.record
             report = report.model_copy(
@@ -288,7 +288,6 @@ class Runtime:
         except SafeIOError as err:  # the workspace root is missing, replaced or unreadable
             state.error(err.code, f"workspace unusable: {err}")
             status = "error"
-        journal.settle()
         report = self._report("run", status, ok=status == "verified")
         journal.note("run_finished", status=status, errors=[e.code for e in report.errors])
         state.emit("run_finished", ok=report.ok, detail={"status": status})
@@ -458,7 +457,9 @@ class Runtime:
 
         self._changes.keep_pre_image(path)
         try:
-            self._state.journal.pre_image(path, self._changes.pre[path])
+            pre = self._changes.pre[path]
+            mode = None if pre is None else self._changes.mode_of(path)
+            self._state.journal.pre_image(path, pre, mode)
         except StoreError as err:
             raise ToolError(err.code, err.message) from err
         except OSError as err:
@@ -466,6 +467,17 @@ class Runtime:
                 "run_store_unusable",
                 f"the run record cannot keep the pre-image of {path} ({err}); write refused",
             ) from err
+
+    def _after_write(self, path: str, data: bytes | None) -> None:
+        """Right after one of the run's own writes: record what it left (``Journal.written``).
+
+        The hash is that of the bytes written (with an editor attached, of the file as the
+        editor left it, read at once); the bits are read at once. Never refreshed later.
+        """
+        if self._editor is not None:
+            data = self._changes.read_disk(path)
+        mode = None if data is None else self._changes.mode_of(path)
+        self._state.journal.written(path, sha256_hex(data), mode)
 
     def _baseline(self) -> None:
         """Before the coder starts: run each check with structured results once, then take
@@ -513,6 +525,7 @@ class Runtime:
             check_names=list(self.config.checks),
             run_check=lambda name: self._run_one_check(name, cycle),
             before_write=self._keep_pre_image,
+            after_write=self._after_write,
             editor=self._editor,
             editor_schemas=self._editor_schemas or (),
             cycle=cycle,

@@ -13,8 +13,11 @@ symbolic link):
   (the check's result and output tail), ``event``, ``note`` and, at most once,
   ``truncated`` (the file reached ``max_file_bytes``; later lines were dropped and counted).
 * ``files.jsonl``: append-only. A ``pre`` line is written *before* Flow first writes a file
-  (the file's bytes go to ``pre/NNNN`` first; ``null`` means the file did not exist); a
-  ``post`` line carries the file's SHA-256 after each tool call that changed it.
+  (the file's bytes go to ``pre/NNNN`` first; ``null`` means the file did not exist; its
+  permission bits in ``pre_mode``); a ``post`` line is written right after each of Flow's own
+  writes, with the SHA-256 of the bytes written and the permission bits they got. A post line
+  is never taken from the disk later: whatever someone else saves afterwards is theirs, and
+  undo and apply judge it so (``_undo``).
 * at the end: ``report.json``, ``plan.md``, ``diff.patch``, ``manifest.json`` (changed and
   created files with their pre- and post-run SHA-256) and, for isolated runs, ``post/NNNN``
   (the changed files' new bytes, so ``flow apply`` works after the worktree is gone).
@@ -120,6 +123,13 @@ def _cut(value: Any) -> Any:
     return value
 
 
+def _mode(value: Any) -> int | None:
+    """Permission bits read back from a record line (anything else: unknown)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o7777:
+        return value
+    return None
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """What one run did to one workspace file.
@@ -134,6 +144,8 @@ class FileEntry:
         post_known: False when the run ended before recording any hash after its first write
             to the file (killed mid-write): then nobody knows what the file should hold.
         post: name of the stored post-image (isolated runs), else ``None``.
+        pre_mode: permission bits before the run (``None``: unknown or created).
+        post_mode: permission bits the run's last write left (``None``: unknown).
     """
 
     path: str
@@ -143,6 +155,8 @@ class FileEntry:
     post_sha256: str | None
     post_known: bool = True
     post: str | None = None
+    pre_mode: int | None = None
+    post_mode: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -178,7 +192,7 @@ class RunRecord:
         self._dropped: dict[str, int] = {}
         self._pre_count = 0
         self._pre_paths: dict[str, str | None] = {}
-        self._posts: dict[str, str | None] = {}
+        self._posts: dict[str, tuple[str | None, int | None]] = {}
         self._last_request: dict[str, list[Any]] = {}
         self._closed = False
 
@@ -314,8 +328,10 @@ class RunRecord:
             **where,
         )
 
-    def pre_image(self, path: str, data: bytes | None) -> None:
+    def pre_image(self, path: str, data: bytes | None, mode: int | None = None) -> None:
         """Keep ``path``'s bytes before Flow first writes it (``None``: it does not exist).
+
+        ``mode`` is the file's permission bits then (``None``: unknown or no file).
 
         Raises:
             StoreError: code ``run_store_full``: the pre-image does not fit the caps.
@@ -343,17 +359,36 @@ class RunRecord:
                     os.close(fd)
                 self._bytes += len(data)
             self._pre_paths[path] = name
-        entry = {"type": "pre", "path": path, "pre": name, "pre_sha256": sha256(data)}
+        entry: dict[str, Any] = {
+            "type": "pre",
+            "path": path,
+            "pre": name,
+            "pre_sha256": sha256(data),
+        }
+        if mode is not None:
+            entry["pre_mode"] = mode
         self._append("files.jsonl", entry, required=True)
 
+    def post_state(self, path: str, digest: str | None, mode: int | None = None) -> None:
+        """Record what Flow's own write just left in ``path``: SHA-256 and permission bits.
+
+        Call it right after the write, with the hash of the bytes written (never a later
+        read of the disk: that could hold someone else's edit). A state equal to the last one
+        recorded here is not written again; a path without a pre line is ignored when read.
+        """
+        if self._posts.get(path, "") == (digest, mode):
+            return
+        self._posts[path] = (digest, mode)
+        line: dict[str, Any] = {"type": "post", "path": path, "post_sha256": digest}
+        if mode is not None:
+            line["post_mode"] = mode
+        with contextlib.suppress(OSError, StoreError):
+            self._append("files.jsonl", line)
+
     def post_hashes(self, hashes: Mapping[str, str | None]) -> None:
-        """Record the SHA-256 of each pre-imaged file whose hash differs from the last one seen."""
+        """``post_state`` for several paths, without permission bits."""
         for path, digest in hashes.items():
-            if path not in self._pre_paths or self._posts.get(path, "") == digest:
-                continue
-            self._posts[path] = digest
-            with contextlib.suppress(OSError, StoreError):
-                self._append("files.jsonl", {"type": "post", "path": path, "post_sha256": digest})
+            self.post_state(path, digest)
 
     def finish(self, status: str, **meta: Any) -> None:
         """Write ``manifest.json``, the final meta (status and ``ended``) and close the files."""
@@ -394,6 +429,7 @@ class RunRecord:
         """Every file the run pre-imaged, folded from ``files.jsonl`` (sorted by path)."""
         pres: dict[str, dict[str, Any]] = {}
         posts: dict[str, str | None] = {}
+        modes: dict[str, int | None] = {}
         stored: dict[str, str] = {}
         for line in self._lines("files.jsonl"):
             path = line.get("path")
@@ -404,6 +440,7 @@ class RunRecord:
             elif line.get("type") == "post":
                 digest = line.get("post_sha256")
                 posts[path] = digest if isinstance(digest, str) else None
+                modes[path] = _mode(line.get("post_mode"))
             elif line.get("type") == "post_image" and isinstance(line.get("post"), str):
                 stored[path] = line["post"]
         return [
@@ -415,6 +452,8 @@ class RunRecord:
                 post_sha256=posts.get(path),
                 post_known=path in posts,
                 post=stored.get(path),
+                pre_mode=_mode(pre.get("pre_mode")),
+                post_mode=modes.get(path),
             )
             for path, pre in sorted(pres.items())
         ]

@@ -1,16 +1,21 @@
 """Undo a recorded run, and apply an isolated run's change to the workspace.
 
-Both are all-or-nothing from the user's side: every file is compared with what the record says
-it should hold first (SHA-256), every stored image is read and verified, and only then is
-anything written, through ``flow_safeio.Workspace`` (the path rules, protected paths, no
-symbolic link followed, atomic replace). A write that fails half-way is rolled back from the
-bytes read just before. An undo is itself a run record (kind ``undo``), so it can be shown and
-undone in turn. Source: flow-core's README, "Run store".
+Both are a three-way merge per file, judged against the bytes on disk when they run: the
+record holds each file's pre-image and the state the run's own last write left (SHA-256 and
+permission bits, taken right after that write, never refreshed from the disk later). A file
+is written only when it still holds the state the operation expects (undo: what the run left;
+apply: what the run started from); any other file is a conflict, named with why, and then
+nothing at all is written. Every stored image is read and verified first, and every write
+goes through ``flow_safeio.Workspace`` (the path rules, protected paths, no symbolic link
+followed, atomic replace); a write that fails half-way is rolled back from the state read
+just before. An undo is itself a run record (kind ``undo``), so it can be shown and undone in
+turn. Source: flow-core's README, "Run store".
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -44,58 +49,130 @@ class UndoResult:
 
 @dataclass
 class ApplyResult:
-    """What ``apply_run`` wrote: ``written`` (changed or created) and ``removed`` files."""
+    """What ``apply_run`` wrote: ``written`` (changed or created) and ``removed`` files, and
+    the files that ``already`` held the run's new content."""
 
     run_id: str
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
 
 
-def _current(ws: Workspace, path: str) -> bytes | None:
-    """The file's bytes now, ``None`` when it does not exist.
+@dataclass(frozen=True)
+class _Now:
+    """One file as it is on disk now: bytes and permission bits, or why it cannot be judged.
 
-    Raises:
-        StoreError: code ``undo_failed`` when it cannot be read safely (a symbolic link, not
-            a regular file, a hard link, over the size cap): nothing is written then.
+    ``data`` None and ``odd`` None: there is no file. ``odd``: something Flow does not read or
+    replace is there (a symbolic link, a directory, a hard link, ...), said in words.
     """
+
+    data: bytes | None
+    mode: int | None = None
+    odd: str | None = None
+
+    def holds(self, digest: str | None, mode: int | None = None) -> bool:
+        """Whether this is exactly the recorded state (``mode`` None: bits not recorded)."""
+        if self.odd is not None or sha256(self.data) != digest:
+            return False
+        return mode is None or self.data is None or self.mode == mode
+
+
+_KINDS = {"dir": "a directory", "symlink": "a symbolic link", "other": "a special file"}
+
+
+def _now(ws: Workspace, path: str) -> _Now:
+    """``path`` as it is now, never followed through a link and never raising."""
     try:
-        return ws.read_bytes(path)
+        entry = ws.stat(path)
+        if entry.kind != "file":
+            return _Now(None, odd=f"is now {_KINDS.get(entry.kind, entry.kind)}")
+        return _Now(ws.read_bytes(path), entry.mode)
     except NotFoundError:
-        return None
+        return _Now(None)
     except SafeIOError as err:
-        raise StoreError(
-            f"{path} cannot be compared with the record ({err}); nothing changed",
-            code="undo_failed",
-        ) from err
+        return _Now(None, odd=f"cannot be read safely ({err})")
 
 
-def _write_set(ws: Workspace, changes: Mapping[str, bytes | None], code: str) -> None:
-    """Write every change (``None``: remove); on a failure, put back what was written.
+#: One planned write: the new bytes (None: remove the file) and the permission bits to give
+#: them (None: keep the existing file's, or the umask's for a new one).
+_Change = tuple[bytes | None, int | None]
+
+
+def _write_set(ws: Workspace, changes: Mapping[str, _Change], code: str) -> None:
+    """Write every change; on a failure, put back what was written.
 
     Raises:
         StoreError: with ``code``, naming the file and why; the workspace is as before.
     """
-    before: dict[str, bytes | None] = {}
+    before: dict[str, _Now] = {}
     try:
-        for path, data in changes.items():
-            before[path] = _current(ws, path)
+        for path, (data, mode) in changes.items():
+            before[path] = _now(ws, path)
             if data is None:
                 with contextlib.suppress(NotFoundError):
                     ws.remove(path)
             else:
-                ws.write_bytes(path, data)
+                ws.write_bytes(path, data, mode=mode)
     except (OSError, SafeIOError) as err:
         failed = path
         for done, old in before.items():
             with contextlib.suppress(OSError, SafeIOError):
-                if old is None:
+                if old.data is None:
                     ws.remove(done)
                 else:
-                    ws.write_bytes(done, old)
+                    ws.write_bytes(done, old.data, mode=old.mode)
         raise StoreError(
             f"{failed}: {err}; every file written so far was put back, nothing changed",
             code=code,
         ) from err
+
+
+def _mode_now(ws: Workspace, path: str) -> int | None:
+    """Permission bits of ``path`` right after Flow wrote it (None: no file or unreadable)."""
+    try:
+        return ws.stat(path).mode
+    except SafeIOError:
+        return None
+
+
+def _why(entry: FileEntry, now: _Now, expected: str | None, mode: int | None, when: str) -> str:
+    """Why ``now`` is not the state ``expected``: one short clause for the conflict list."""
+    if now.odd is not None:
+        return now.odd
+    if not entry.post_known:
+        return "the run ended while writing it"
+    if now.data is None:
+        return f"deleted since {when}"
+    if expected is None:
+        return f"created since {when}"
+    if sha256(now.data) == expected and mode is not None and now.mode is not None:
+        return f"permissions changed since {when} ({mode:o} to {now.mode:o})"
+    return f"changed since {when}"
+
+
+def _later_writers(store: RunStore, info: RunInfo, paths: list[str]) -> dict[str, list[str]]:
+    """For each path, the later runs of the same workspace that wrote it (oldest first)."""
+    found: dict[str, list[str]] = {}
+    wanted = set(paths)
+    for later in reversed(store.list(info.workspace)):
+        if later.id <= info.id or later.meta.get("target") == info.id:
+            continue
+        if later.meta.get("isolated") and not later.meta.get("applied"):
+            continue
+        for entry in store.open(later).files():
+            if entry.path in wanted:
+                found.setdefault(entry.path, []).append(later.id)
+    return found
+
+
+def _conflict_list(store: RunStore, info: RunInfo, conflicts: list[tuple[str, str]]) -> str:
+    """``a.py (changed since the run; run X wrote it later), b.py (...)``."""
+    writers = _later_writers(store, info, [p for p, _ in conflicts])
+    parts = []
+    for path, why in conflicts:
+        later = f"; run {', '.join(writers[path])} wrote it later" if path in writers else ""
+        parts.append(f"{path} ({why}{later})")
+    return ", ".join(parts)
 
 
 def _refuse_live(info: RunInfo, what: str) -> None:
@@ -111,23 +188,32 @@ def _refuse_live(info: RunInfo, what: str) -> None:
 def undo_run(
     store: RunStore, info: RunInfo, workspace: Workspace, *, force: bool = False
 ) -> UndoResult:
-    """Restore the files ``info``'s run changed to their pre-images; remove those it created.
+    """Put back the files ``info``'s run changed, as a three-way merge per file.
+
+    Each file is judged against what is on disk now: it is restored to its pre-image only
+    when it holds exactly what the run's last write left (bytes and permission bits, as
+    recorded right after that write); a file already back at its pre-image is left alone;
+    anything else (someone edited, deleted, re-created or chmod-ed it, or replaced it with a
+    link or a directory) is a conflict, and then nothing at all is written. Source: flow-core's
+    README, "Run store".
 
     Args:
         store: the run store (the undo's own record goes there).
         info: the run to undo (a ``run`` or an ``undo`` record).
         workspace: the run's workspace, opened with the operator's protected paths.
-        force: restore even the files that changed after the run (their current bytes are
-            kept in the undo's record, so this undo can itself be undone).
+        force: restore the conflicting files too; their current bytes and bits are first kept
+            as the pre-images of the undo's own record, so this undo can itself be undone.
+            A symbolic link, directory or special file is never replaced, even so.
 
     Returns:
         What was restored, removed, already in place, or forced.
 
     Raises:
         StoreError: ``undo_nothing`` (an isolated run never applied, or already undone),
-            ``undo_conflict`` (a file changed since the run; nothing was written),
-            ``undo_failed`` (a stored pre-image is missing or corrupt, or a write failed:
-            everything written was put back).
+            ``undo_conflict`` (files changed since the run, each named with why and the later
+            runs that wrote it; nothing was written), ``undo_failed`` (a stored pre-image is
+            missing or corrupt, a link is in the way, or a write failed: everything written
+            was put back).
     """
     _refuse_live(info, "undo")
     meta = info.meta
@@ -146,51 +232,83 @@ def undo_run(
         )
     record = store.open(info)
     result = UndoResult(run_id=info.id)
-    targets: list[tuple[FileEntry, bytes | None]] = []
-    conflicts: list[str] = []
+    targets: list[tuple[FileEntry, _Now]] = []
+    conflicts: list[tuple[str, str]] = []
     for entry in record.changed_files():
-        now = _current(workspace, entry.path)
-        digest = sha256(now)
-        if digest == entry.pre_sha256:
+        now = _now(workspace, entry.path)
+        if entry.post_known and now.holds(entry.post_sha256, entry.post_mode):
+            targets.append((entry, now))
+        elif now.holds(entry.pre_sha256, entry.pre_mode):
             result.already.append(entry.path)
-            continue
-        if not entry.post_known or digest != entry.post_sha256:
-            conflicts.append(entry.path)
-            if not force:
-                continue
-            result.forced.append(entry.path)
-        targets.append((entry, now))
-    if conflicts and not force:
-        raise StoreError(
-            f"undo of {info.id} refused, nothing changed: {', '.join(conflicts)} changed "
-            "since the run (or the run was killed while writing it); look at them, then "
-            f"flow undo {info.id} --force to restore the run's pre-images anyway",
-            code="undo_conflict",
-        )
+        else:
+            why = _why(entry, now, entry.post_sha256, entry.post_mode, "the run")
+            conflicts.append((entry.path, why))
+            if force and now.odd is None:
+                result.forced.append(entry.path)
+                targets.append((entry, now))
+    _refuse_conflicts(store, info, conflicts, force=force)
     if not targets:
         return result
-    images = {
-        e.path: (None if e.pre is None else record.read_image(e.pre, e.pre_sha256))
-        for e, _ in targets
-    }
+    changes = _undo_changes(record, targets, forced=set(result.forced))
     undo = store.begin(
         workspace=info.workspace, kind="undo", task=f"undo {info.id}", target=info.id
     )
     try:
         for entry, now in targets:
-            undo.pre_image(entry.path, now)
-        _write_set(workspace, images, "undo_failed")
+            undo.pre_image(entry.path, now.data, now.mode)
+        _write_set(workspace, changes, "undo_failed")
     except BaseException:
         undo.finish("failed")
         raise
-    undo.post_hashes({p: sha256(d) for p, d in images.items()})
+    for path, (data, _mode) in changes.items():
+        undo.post_state(path, sha256(data), _mode_now(workspace, path))
     for entry, _ in targets:
         (result.removed if entry.pre is None else result.restored).append(entry.path)
-    changed = sorted(images)
-    undo.finish("undone", target=info.id, changed_files=changed)
+    undo.finish("undone", target=info.id, changed_files=sorted(changes))
     record.save_meta(undone_by=undo.id, undone_at=now_iso())
     result.undo_id = undo.id
     return result
+
+
+def _refuse_conflicts(
+    store: RunStore, info: RunInfo, conflicts: list[tuple[str, str]], *, force: bool
+) -> None:
+    """Raise for the conflicts an undo cannot pass (all without ``force``; links even so)."""
+    if not conflicts:
+        return
+    if not force:
+        raise StoreError(
+            f"undo of {info.id} refused, nothing changed: "
+            f"{_conflict_list(store, info, conflicts)}; look at them, then flow undo {info.id} "
+            "--force to restore the run's pre-images anyway (your current content is kept in "
+            "the undo's own record, so that undo can be undone)",
+            code="undo_conflict",
+        )
+    odd = [(p, why) for p, why in conflicts if why.startswith(("is now", "cannot be read"))]
+    if odd:
+        raise StoreError(
+            f"undo of {info.id} refused, nothing changed: "
+            f"{_conflict_list(store, info, odd)}; Flow never replaces a link, directory or "
+            "special file, even with --force: move it away first",
+            code="undo_failed",
+        )
+
+
+def _undo_changes(
+    record: RunRecord, targets: list[tuple[FileEntry, _Now]], *, forced: set[str]
+) -> dict[str, _Change]:
+    """The pre-images to write back, read and checked against their hashes first."""
+    changes: dict[str, _Change] = {}
+    for entry, now in targets:
+        if entry.pre is None:
+            changes[entry.path] = (None, None)
+            continue
+        data = record.read_image(entry.pre, entry.pre_sha256)
+        # A file that is there keeps its bits (the run never changed them) unless forced;
+        # one that is gone, or forced, gets the recorded bits back.
+        keep = now.data is not None and entry.path not in forced
+        changes[entry.path] = (data, None if keep else entry.pre_mode)
+    return changes
 
 
 def apply_run(
@@ -198,9 +316,12 @@ def apply_run(
 ) -> ApplyResult:
     """Apply an isolated run's change to the workspace, as one all-or-nothing patch.
 
-    Every file the run changed must still hold, in the workspace, the bytes the run started
-    from (SHA-256 of the pre-image); otherwise nothing is written and the patch stays in the
-    record.
+    A three-way merge per file against what is on disk now: a file that still holds the bytes
+    the run started from gets the run's new bytes; one that already holds them is left alone;
+    anything else is a conflict, and then nothing is written and the patch stays in the
+    record. Permission bits are not compared (a fresh checkout's bits follow the umask). The
+    new bytes come from the record (``post/NNNN``) or, for a run that was killed before it
+    kept them, from its tree when that is still there, checked against the recorded hash.
 
     Args:
         own_run: the caller is the process still running that run (``run_isolated`` applying
@@ -208,8 +329,9 @@ def apply_run(
 
     Raises:
         StoreError: ``apply_refused`` (not an isolated run, or already applied),
-            ``apply_conflict`` (the workspace changed meanwhile), ``undo_failed`` (a stored
-            image is missing or corrupt) or ``apply_conflict`` after a failed write (put back).
+            ``apply_conflict`` (the workspace changed meanwhile, each file named),
+            ``undo_failed`` (a stored image is missing or corrupt) or ``apply_conflict``
+            after a failed write (put back).
     """
     if not own_run:
         _refuse_live(info, "apply")
@@ -222,35 +344,60 @@ def apply_run(
     if meta.get("applied"):
         raise StoreError(f"run {info.id} was already applied", code="apply_refused")
     record = store.open(info)
-    entries = record.changed_files()
-    moved = [
-        e.path
-        for e in entries
-        if sha256(_current(workspace, e.path)) != e.pre_sha256 or not e.post_known
-    ]
-    if moved:
+    targets: list[FileEntry] = []
+    already: list[str] = []
+    conflicts: list[tuple[str, str]] = []
+    for entry in record.changed_files():
+        now = _now(workspace, entry.path)
+        if entry.post_known and now.holds(entry.post_sha256):
+            already.append(entry.path)
+        elif entry.post_known and now.holds(entry.pre_sha256):
+            targets.append(entry)
+        else:
+            conflicts.append(
+                (entry.path, _why(entry, now, entry.pre_sha256, None, "the run started"))
+            )
+    if conflicts:
         raise StoreError(
-            f"apply of {info.id} refused, nothing changed: {', '.join(moved)} changed in the "
-            f"workspace since the run started; the patch is kept: flow show {info.id} --diff",
+            f"apply of {info.id} refused, nothing changed: "
+            f"{_conflict_list(store, info, conflicts)}; the patch is kept: "
+            f"flow show {info.id} --diff",
             code="apply_conflict",
         )
-    changes: dict[str, bytes | None] = {}
-    for entry in entries:
-        if entry.post_sha256 is None:
-            changes[entry.path] = None
-        elif entry.post is None:
-            raise StoreError(
-                f"run {info.id} kept no new content for {entry.path}; it cannot be applied",
-                code="undo_failed",
-            )
-        else:
-            changes[entry.path] = record.read_image(entry.post, entry.post_sha256)
+    changes = {e.path: (_new_content(record, info, e), None) for e in targets}
     _write_set(workspace, changes, "apply_conflict")
+    for path, (data, _mode) in changes.items():
+        record.post_state(path, sha256(data), _mode_now(workspace, path))
+    for path in already:  # the workspace's own bits, not the tree's, are what undo expects
+        record.post_state(path, sha256(_now(workspace, path).data), _mode_now(workspace, path))
     record.save_meta(applied=True, applied_at=now_iso())
-    result = ApplyResult(run_id=info.id)
-    for path, data in changes.items():
+    result = ApplyResult(run_id=info.id, already=already)
+    for path, (data, _mode) in changes.items():
         (result.removed if data is None else result.written).append(path)
     return result
+
+
+def _new_content(record: RunRecord, info: RunInfo, entry: FileEntry) -> bytes | None:
+    """What an isolated run left in ``entry``'s file: None (removed), or its checked bytes.
+
+    Raises:
+        StoreError: ``undo_failed`` when neither the record nor the run's tree has them.
+    """
+    if entry.post_sha256 is None:
+        return None
+    if entry.post is not None:
+        return record.read_image(entry.post, entry.post_sha256)
+    root = info.meta.get("tree_root")
+    if isinstance(root, str) and os.path.isdir(root):
+        with contextlib.suppress(OSError, SafeIOError), Workspace(root) as tree:
+            data = tree.read_bytes(entry.path)
+            if sha256(data) == entry.post_sha256:
+                return data
+    raise StoreError(
+        f"run {info.id} kept no new content for {entry.path} and its tree is gone; it "
+        "cannot be applied (flow show --diff still shows the change)",
+        code="undo_failed",
+    )
 
 
 def left_in_place(record: RunRecord) -> list[str]:

@@ -189,6 +189,8 @@ class ToolBox:
         run_check: runs a configured check by name (the host's runner).
         before_write: called with a validated path before its first write in the run (the
             runtime keeps the pre-image).
+        after_write: called with the path and the bytes written right after each write
+            succeeded (the runtime records what its own write left, for undo).
         editor: the attached editor bridge, if any.
         editor_schemas: the bridge's filtered tool schemas (fetched once per runtime).
         cycle: the repair cycle recorded on each call.
@@ -204,6 +206,7 @@ class ToolBox:
         check_names: Sequence[str] = (),
         run_check: Callable[[str], CheckResult] | None = None,
         before_write: Callable[[str], None] | None = None,
+        after_write: Callable[[str, bytes], None] | None = None,
         editor: EditorBridge | None = None,
         editor_schemas: Sequence[Mapping[str, Any]] = (),
         cycle: int | None = None,
@@ -215,6 +218,7 @@ class ToolBox:
         self._editor = editor
         self._run_check = run_check
         self._before_write = before_write
+        self._after_write = after_write
         self._check_names = tuple(check_names)
         specs: dict[str, Mapping[str, Any]] = {}
         for spec in editor_schemas if editor is not None else ():
@@ -379,6 +383,8 @@ class ToolBox:
             self._editor.write_file(rel, text)
         else:
             self.workspace.write_bytes(rel, data)
+        if self._after_write is not None:
+            self._after_write(rel, data)
 
     # -- read-only tools ------------------------------------------------------------------------
 
