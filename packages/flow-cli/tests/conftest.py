@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -176,6 +177,26 @@ def calc_config(tmp_path: Path, workspace: Path, url: str, extra: str = "") -> P
     return operator_config(
         tmp_path / "op.toml", workspace, base_url=url, checks=checks, extra=extra
     )
+
+
+@pytest.fixture
+def state(env: Env, tmp_path: Path) -> Path:
+    """A private run store: ``XDG_STATE_HOME`` for every ``flow`` this test runs."""
+    path = tmp_path / "state"
+    env.vars["XDG_STATE_HOME"] = str(path)
+    return path
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    """``workspace`` as a git repository with one commit (``__pycache__/`` ignored)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git(workspace, "init", "-q")
+    (workspace / ".gitignore").write_text("__pycache__/\n")  # the checks import calc
+    git(workspace, "add", ".")
+    git(workspace, "commit", "-q", "-m", "init")
+    return workspace
 
 
 @dataclass(frozen=True)

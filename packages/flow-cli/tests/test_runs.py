@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import stat
 import sys
@@ -56,24 +55,6 @@ def scripted(content: str, *, hold: threading.Event | None = None, held=None):
 
 def _config(h, tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Path:
     return h.calc_config(tmp_path, workspace, url, extra)
-
-
-@pytest.fixture
-def state(env, tmp_path: Path) -> Path:
-    path = tmp_path / "state"
-    env.vars["XDG_STATE_HOME"] = str(path)
-    return path
-
-
-@pytest.fixture
-def repo(workspace: Path, h) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    h.git(workspace, "init", "-q")
-    (workspace / ".gitignore").write_text("__pycache__/\n")  # the checks import calc
-    h.git(workspace, "add", ".")
-    h.git(workspace, "commit", "-q", "-m", "init")
-    return workspace
 
 
 def test_unverified_run_lists_what_it_left_and_undo_restores(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -48,13 +47,6 @@ def _script(
         return "Done.", []
 
     return script
-
-
-@pytest.fixture
-def state(env, tmp_path: Path) -> Path:
-    path = tmp_path / "state"
-    env.vars["XDG_STATE_HOME"] = str(path)
-    return path
 
 
 def _run(env, h, tmp_path: Path, ws: Path, fake_ollama, script, *more: str) -> dict[str, Any]:
@@ -160,14 +152,9 @@ def test_undo_names_the_later_run_that_changed_the_file(
 
 
 def test_apply_merges_per_file_and_names_only_real_changes(
-    env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
 ) -> None:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    h.git(workspace, "init", "-q")
-    (workspace / ".gitignore").write_text("__pycache__/\n")
-    h.git(workspace, "add", ".")
-    h.git(workspace, "commit", "-q", "-m", "init")
+    workspace = repo
     calc = workspace / "calc.py"
     report = _run(env, h, tmp_path, workspace, fake_ollama, _script(BROKEN), "--isolate")
     run_id = report["run_id"]
