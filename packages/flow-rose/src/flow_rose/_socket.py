@@ -35,12 +35,10 @@ import sys
 from pathlib import Path
 
 from flow_rose._errors import editor_error
+from flow_safeio import owned_way
 
 # host:port, [v6]:port, or a scheme such as tcp://; anything not a path that mentions a port.
 _HOST_PORT = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?\[?[^/\s]*\]?:\d*$", re.IGNORECASE)
-
-#: Symbolic links followed while resolving the socket's directory before giving up (as ELOOP).
-_MAX_LINKS = 40
 
 
 def _looks_like_tcp(text: str) -> bool:
@@ -138,6 +136,9 @@ def validate_socket(path: str | os.PathLike[str]) -> Path:
 def _resolve_parent(text: str, uid: int) -> tuple[str, os.stat_result]:
     """Resolve the socket's directory one component at a time; every step must be safe.
 
+    The walk is flow-safeio's :func:`flow_safeio.owned_way` (the one the operator-config guard
+    uses too); this function only words its answer for the socket.
+
     Returns:
         The resolved directory (absolute, no symlink in it) and its ``lstat`` result.
 
@@ -146,60 +147,33 @@ def _resolve_parent(text: str, uid: int) -> tuple[str, os.stat_result]:
             link followed, belongs to another user (not root), or a directory others can
             write is not sticky; ``editor_socket_invalid`` when the way cannot be resolved.
     """
-    pending = [p for p in os.path.dirname(text).split("/") if p]
-    current = "/"
-    _check_ancestor(current, os.lstat(current), uid)
-    links = 0
-    while pending:
-        name = pending.pop(0)
-        if name == ".":
-            continue
-        if name == "..":
-            current = os.path.dirname(current)
-            continue
-        candidate = os.path.join(current, name)
-        try:
-            st = os.lstat(candidate)
-        except OSError as err:
-            raise editor_error(
-                "editor_socket_invalid", f"cannot resolve {candidate!r}: {err.strerror}"
-            ) from err
-        if stat.S_ISLNK(st.st_mode):
-            links += 1
-            if st.st_uid not in (uid, 0) or links > _MAX_LINKS:
-                raise editor_error(
-                    "editor_socket_dir_unsafe",
-                    f"the symbolic link {candidate!r} on the way to the socket belongs to uid "
-                    f"{st.st_uid}, who could point it elsewhere; name the socket by a path "
-                    "you control",
-                )
-            target = os.readlink(candidate)
-            if target.startswith("/"):
-                current = "/"
-            pending[:0] = [p for p in target.split("/") if p]
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise editor_error("editor_socket_invalid", f"{candidate!r} is not a directory")
-        _check_ancestor(candidate, st, uid)
-        current = candidate
-    return current, os.lstat(current)
-
-
-def _check_ancestor(path: str, st: os.stat_result, uid: int) -> None:
-    if st.st_uid not in (uid, 0):
+    reached, problem = owned_way(os.path.dirname(text), uid=uid)
+    if problem is None:
+        return reached, os.lstat(reached)
+    path = problem.path
+    if problem.reason == "unresolvable":
+        raise editor_error("editor_socket_invalid", f"cannot resolve {path!r}: {problem.detail}")
+    if problem.reason == "not_directory":
+        raise editor_error("editor_socket_invalid", f"{path!r} is not a directory")
+    if problem.reason in ("link_owner", "link_loop"):
         raise editor_error(
             "editor_socket_dir_unsafe",
-            f"the directory {path!r} on the way to the socket belongs to uid {st.st_uid}, "
+            f"the symbolic link {path!r} on the way to the socket {problem.describe()}, "
+            "who could point it elsewhere; name the socket by a path you control",
+        )
+    if problem.reason == "owner":
+        raise editor_error(
+            "editor_socket_dir_unsafe",
+            f"the directory {path!r} on the way to the socket belongs to uid {problem.uid}, "
             "who could replace what lies below it; use a socket under directories you or "
             "root own",
         )
-    if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-        raise editor_error(
-            "editor_socket_dir_unsafe",
-            f"the directory {path!r} on the way to the socket is writable by others "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}) and not sticky, so anyone could replace "
-            "what lies below it; use a 0700 directory of yours",
-        )
+    raise editor_error(
+        "editor_socket_dir_unsafe",
+        f"the directory {path!r} on the way to the socket is writable by others "
+        f"(mode {problem.mode:04o}) and not sticky, so anyone could replace "
+        "what lies below it; use a 0700 directory of yours",
+    )
 
 
 def peer_uid(sock: socket.socket) -> int | None:

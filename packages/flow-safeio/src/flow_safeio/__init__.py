@@ -33,6 +33,7 @@ from flow_safeio._errors import (
 )
 from flow_safeio._generated import is_generated_dir, is_generated_name
 from flow_safeio._openat2 import available as openat2_available
+from flow_safeio._owned import WayProblem, WayReason, change_problem, owned_way
 from flow_safeio._paths import SKIPPED_DIRS, validate_path
 from flow_safeio._workspace import (
     DEFAULT_MAX_BYTES,
@@ -60,6 +61,11 @@ __all__ = [  # noqa: RUF022
     "is_generated_name",
     "openat2_available",
     "validate_path",
+    # who else can change the way to a folder
+    "WayProblem",
+    "WayReason",
+    "change_problem",
+    "owned_way",
     # errors
     "ClosedError",
     "ERROR_CODES",

@@ -11,37 +11,23 @@ Source of the rule: ``docs/architecture.md``, section "Evidence".
 
 A folder with the sticky bit (``/tmp``) is accepted although others may write it: they cannot
 rename or remove a file they do not own there. Files and folders owned by root are accepted.
+The walk over the folders (links followed one by one) is flow-safeio's ``owned_way``, the
+same one the Neovim socket check uses.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 from flow_core._errors import ConfigError
+from flow_safeio import change_problem, owned_way
 
 __all__ = ["check_config_location", "config_location_problem"]
 
 
 def _inside(path: str, roots: list[str]) -> bool:
     return any(os.path.commonpath([root, path]) == root for root in roots)
-
-
-def _others_can_write(st: os.stat_result, *, is_dir: bool) -> str | None:
-    """Why others could change this file or folder, or None."""
-    me = os.geteuid()
-    if st.st_uid not in (me, 0):
-        return f"is owned by another user (uid {st.st_uid})"
-    writable = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    if writable and not (is_dir and st.st_mode & stat.S_ISVTX):
-        who = (
-            "group and others"
-            if writable == (stat.S_IWGRP | stat.S_IWOTH)
-            else ("its group" if writable & stat.S_IWGRP else "others")
-        )
-        return f"is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
-    return None
 
 
 def config_location_problem(config_file: str | Path, workspace: str | Path) -> str | None:
@@ -66,25 +52,18 @@ def config_location_problem(config_file: str | Path, workspace: str | Path) -> s
         st = os.stat(real)
     except OSError as err:
         return f"{given} cannot be examined ({err.strerror})"
-    why = _others_can_write(st, is_dir=False)
-    if why is not None:
-        return f"{given} {why}"
-    seen: set[str] = set()
-    for start in (os.path.dirname(given), os.path.dirname(real)):
-        folder = start
-        while folder not in seen:
-            seen.add(folder)
-            try:
-                dst = os.stat(folder)
-            except OSError as err:
-                return f"the folder {folder} above {given} cannot be examined ({err.strerror})"
-            why = _others_can_write(dst, is_dir=True)
-            if why is not None:
-                return f"the folder {folder} above {given} {why}, so the file can be replaced"
-            parent = os.path.dirname(folder)
-            if parent == folder:
-                break
-            folder = parent
+    file_problem = change_problem(given, st, uid=os.geteuid())
+    if file_problem is not None:
+        return f"{given} {file_problem.describe()}"
+    for start in dict.fromkeys((os.path.dirname(given), os.path.dirname(real))):
+        _reached, problem = owned_way(start)
+        if problem is not None:
+            if problem.reason == "unresolvable":
+                return f"the folder {problem.path} above {given} {problem.describe()}"
+            return (
+                f"the folder {problem.path} above {given} {problem.describe()}, so the file "
+                "can be replaced"
+            )
     return None
 
 
