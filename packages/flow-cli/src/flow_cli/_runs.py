@@ -256,10 +256,10 @@ def show_run(opts: CommonOptions, run_id: str | None, part: str | None) -> int:
 def workspace_for(ctx: StoreContext, info: RunInfo) -> Any:
     """The run's workspace under flow-safeio, with the operator's protected paths when the
     loaded config is for that workspace (else the built-in protected list)."""
-    from flow_core.config._schema import DEFAULT_PROTECTED
+    from flow_core.config._protected import protected_paths
     from flow_safeio import Workspace
 
-    protected: tuple[str, ...] = DEFAULT_PROTECTED
+    protected = protected_paths()
     if ctx.config is not None and os.path.normpath(str(ctx.config.workspace_dir)) == (
         os.path.normpath(info.workspace)
     ):

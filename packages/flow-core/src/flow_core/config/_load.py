@@ -155,18 +155,6 @@ def _merge(
                     origin[f"{prefix}.{sub}"] = source
 
 
-def _protected(sources: list[str], workspace: Path) -> tuple[str, ...]:
-    root = os.path.realpath(workspace)
-    out: list[str] = []
-    for src in sources:
-        real = os.path.realpath(src)
-        if os.path.commonpath([root, real]) == root and real != root:
-            rel = Path(os.path.relpath(real, root)).as_posix()
-            if rel not in out:
-                out.append(rel)
-    return tuple(out)
-
-
 def _apply_overrides(
     merged: dict[str, Any],
     origin: dict[str, str],
@@ -261,7 +249,9 @@ def load_config(
 
     sources = [str(p) for p in files]
     try:
-        cfg = FlowConfig.model_validate(merged, context={"PATH": env.get("PATH")})
+        cfg = FlowConfig.model_validate(
+            merged, context={"PATH": env.get("PATH"), "config_files": sources}
+        )
     except ValidationError as err:
         raise translate(
             err,
@@ -273,8 +263,4 @@ def load_config(
         # The operator file chooses the commands Flow runs: never one the model or another
         # user can write (config/_guard.py).
         check_config_location(config_file, cfg.workspace_dir)
-    inside = _protected(sources, cfg.workspace_dir)
-    if inside:
-        protected = tuple(dict.fromkeys((*cfg.protected, *inside)))
-        cfg = cfg.model_copy(update={"protected": protected})
     return LoadedConfig(config=cfg, sources=sources)

@@ -36,9 +36,9 @@ from flow_core._report import CheckKind
 from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
 from flow_core.config._options import ModelOptions, merged_options
+from flow_core.config._protected import DEFAULT_PROTECTED, protected_paths
 from flow_core.config._runs import RunsConfig
 from flow_core.config._sandbox import SandboxConfig
-from flow_core.verify._toolfiles import ROOT_PROTECTED
 
 #: The argv placeholder of a ``results = "junit"`` check: Flow puts the private results path
 #: there (``verify/_junit.py``).
@@ -62,13 +62,6 @@ __all__ = [
 ]
 
 _CHECK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-#: Workspace paths the file tools may read but never write, whatever the configuration says
-#: (compared after NFC normalisation and case folding, by flow-safeio, and bound read-only in
-#: the check jail): the root-level paths of the protected rows of the one table of files other
-#: tools run or obey (``verify/_toolfiles.py``: agent instructions and settings, MCP launchers,
-#: CI, dev containers, ``.envrc``, ...). The table itself also matches them in any directory.
-DEFAULT_PROTECTED: tuple[str, ...] = ROOT_PROTECTED
 
 
 class _Strict(BaseModel):
@@ -331,12 +324,6 @@ class FlowConfig(BaseModel):
     def _protected_tuple(cls, v: Any) -> Any:
         return tuple(v) if isinstance(v, list) else v
 
-    @field_validator("protected")
-    @classmethod
-    def _protected_defaults(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        # The launcher files stay protected whatever a caller passes.
-        return tuple(dict.fromkeys((*DEFAULT_PROTECTED, *v)))
-
     @field_validator("checks")
     @classmethod
     def _check_names(cls, v: dict[str, CheckConfig]) -> dict[str, CheckConfig]:
@@ -355,15 +342,23 @@ class FlowConfig(BaseModel):
 
         This is the explicit loading step after validation: the field validators above only
         look at values, the executable lookup (``PATH``, the workspace) happens here. The
-        ``PATH`` comes from the validation context (``{"PATH": ...}``) or the environment.
+        ``PATH`` comes from the validation context (``{"PATH": ...}``) or the environment;
+        the config files loaded (``{"config_files": [...]}``) join the protected list
+        (``flow_core.config._protected.protected_paths``, the one place it is computed).
         """
         ctx = context if isinstance(context, Mapping) else {}
-        checks, protected = resolve_checks(
+        checks, check_paths = resolve_checks(
             self.checks, self.workspace_dir, ctx.get("PATH", os.environ.get("PATH"))
+        )
+        protected = protected_paths(
+            self.workspace_dir,
+            given=self.protected,
+            check_paths=check_paths,
+            config_files=ctx.get("config_files", ()),
         )
         # Frozen model: set the computed fields once, right after validation.
         object.__setattr__(self, "checks", checks)
-        object.__setattr__(self, "protected", tuple(dict.fromkeys((*self.protected, *protected))))
+        object.__setattr__(self, "protected", protected)
 
     def options_for(self, role: str) -> dict[str, Any]:
         """The model options a role's requests carry: the selected backend's
