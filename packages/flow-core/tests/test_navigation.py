@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from flow_core.tools._lines import line_starts, split_lines, split_lines_keepends
 from flow_core.tools._outline import outline

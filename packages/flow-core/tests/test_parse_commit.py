@@ -11,8 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from flow_core import REPLY_ISSUE_CODES, ChatResponse, ParsedReply, ToolCall, parse_reply
 

@@ -2,10 +2,13 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 import flow_core
+import flow_core.run
+import flow_core.verify
 
 
 def test_all_names_exist() -> None:
@@ -18,16 +21,18 @@ def test_version_is_a_release_string() -> None:
     assert flow_core.__version__.count(".") == 2
 
 
-def _type_checking_imports() -> dict[str, str]:
-    """name -> module of the imports under ``if TYPE_CHECKING:`` in flow_core/__init__.py."""
-    tree = ast.parse(Path(flow_core.__file__).read_text(encoding="utf-8"))
+def _type_checking_imports(door: ModuleType = flow_core) -> dict[str, str]:
+    """name -> module of the imports under ``if TYPE_CHECKING:`` in a door's __init__.py."""
+    tree = ast.parse(Path(str(door.__file__)).read_text(encoding="utf-8"))
     found: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             for stmt in node.body:
                 assert isinstance(stmt, ast.ImportFrom), ast.unparse(stmt)
                 for alias in stmt.names:
-                    found[alias.asname or alias.name] = str(stmt.module)
+                    # ``import X as X``: an explicit re-export type checkers honour.
+                    assert alias.asname == alias.name, ast.unparse(stmt)
+                    found[alias.name] = str(stmt.module)
     return found
 
 
@@ -37,11 +42,22 @@ def test_lazy_table_matches_the_imports_type_checkers_read() -> None:
     assert set(flow_core.__all__) == {*flow_core._EXPORTS, "__version__"}
 
 
+@pytest.mark.parametrize("door", [flow_core, flow_core.run, flow_core.verify])
+def test_every_door_is_one_table(door: ModuleType) -> None:
+    # __all__ derives from the door's table; the static imports name the same modules.
+    exports = door._EXPORTS  # type: ignore[attr-defined]
+    assert _type_checking_imports(door) == exports
+    assert set(door.__all__) - {"__version__"} == set(exports)
+    for name in door.__all__:
+        assert getattr(door, name) is not None, name
+    assert set(door.__all__) <= set(dir(door))
+
+
 def test_import_loads_no_public_module_until_a_name_is_used() -> None:
     code = (
         "import sys, flow_core\n"
         "loaded = sorted(m for m in sys.modules if m.startswith('flow_core.') "
-        "and m != 'flow_core.__about__')\n"
+        "and m not in ('flow_core.__about__', 'flow_core._lazy'))\n"
         "assert loaded == [], loaded\n"
         "assert 'pydantic' not in sys.modules\n"
         "from flow_core import Report, load_config\n"

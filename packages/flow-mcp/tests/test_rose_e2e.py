@@ -20,8 +20,7 @@ from flow_mcp_harness import FakeOllama, server_env, write_config
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from flow_testing.nvim import Editor as Neovim
-from flow_testing.nvim import headless_neovim
+from flow_testing.nvim import Editor as Neovim, headless_neovim
 
 pytest.importorskip("pynvim", reason="the editor extra (flow-rose, pynvim) is missing")
 pytest.importorskip("flow_rose", reason="the editor extra (flow-rose) is missing")

@@ -30,8 +30,7 @@ import json
 import queue
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
