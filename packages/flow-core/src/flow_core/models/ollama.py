@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall, note_stream_fragment
+from flow_core.models._base import HTTPBackend
 from flow_core.models._delivery import deliver
 from flow_core.models._http import (
     HTTPStatusError,
-    check_backend_settings,
-    check_base_url,
     excerpt,
     iter_lines_capped,
     make_client,
@@ -41,7 +40,7 @@ __all__ = ["OllamaBackend"]
 _OLLAMA_DEFAULT_CTX = 4096
 
 
-class OllamaBackend:
+class OllamaBackend(HTTPBackend):
     """A ``ChatBackend`` for an Ollama server.
 
     Args:
@@ -81,20 +80,16 @@ class OllamaBackend:
         tool_results: str = "auto",
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        check_backend_settings(
-            timeout=timeout, max_response_bytes=max_response_bytes, tool_results=tool_results
+        super().__init__(
+            base_url,
+            setting="ollama.base_url",
+            timeout=timeout,
+            allow_remote=allow_remote,
+            max_response_bytes=max_response_bytes,
+            timeout_key=timeout_key,
+            tool_results=tool_results,
+            options=options,
         )
-        self.options = dict(options or {})
-        self._windows: dict[str, int | None] = {}
-        self.tool_results = tool_results
-        #: The delivery mode decided for each model (``"native"`` or ``"user"``).
-        self.delivery: dict[str, str] = {}
-        self.base_url = check_base_url(
-            base_url, allow_remote=allow_remote, setting="ollama.base_url"
-        )
-        self.timeout = float(timeout)
-        self.timeout_key = timeout_key
-        self.max_response_bytes = max_response_bytes
         self.stream = stream
         self._server = f"Ollama at {self.base_url}"
         self._fix = "start `ollama serve` or fix ollama.base_url in the operator config"
@@ -201,7 +196,7 @@ class OllamaBackend:
     def wire_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``options`` (None: the backend's own) in Ollama's form: ``options`` (``num_ctx``,
         ``temperature``, ``seed``, ``num_predict``) and a top-level ``keep_alive``."""
-        opts = dict(self.options if options is None else options)
+        opts = dict(self.request_options(options))
         wire = {
             ours: opts[key]
             for key, ours in (
@@ -217,19 +212,9 @@ class OllamaBackend:
             out["keep_alive"] = opts["keep_alive"]
         return out
 
-    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
-        """The window ``model`` runs with, in tokens: ``context_tokens`` of ``options`` (None:
-        the backend's own) when set, else ``num_ctx`` from ``/api/show``'s ``parameters``, else
-        Ollama's default of 4096 (never more than the model's own ``*.context_length``). None
-        when the server cannot say."""
-        opts = self.options if options is None else options
-        if isinstance(opts.get("context_tokens"), int):
-            return int(opts["context_tokens"])
-        if model not in self._windows:
-            self._windows[model] = self._server_window(model)
-        return self._windows[model]
-
     def _server_window(self, model: str) -> int | None:
+        """``num_ctx`` from ``/api/show``'s ``parameters``, else Ollama's default of 4096, never
+        more than the model's own ``*.context_length``; None when ``/api/show`` fails."""
         try:
             info = self.show(model)
         except BackendError:
@@ -248,33 +233,19 @@ class OllamaBackend:
                     window = min(window, value)
         return window
 
-    def tool_results_in_use(self, model: str) -> str | None:
-        """The delivery decided for ``model`` (``tool_delivery``), None before the first
-        request that carried a tool result."""
-        return self.delivery.get(model)
-
-    def tool_delivery(self, model: str) -> str:
-        """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).
-
-        Under ``"auto"``: ``"user"`` when ``/api/show`` lists capabilities without ``tools``
-        or a template that never names the tool role; ``"native"`` otherwise, also when
-        ``/api/show`` cannot be asked (the chat request then reports the real problem).
-        """
-        mode = self.delivery.get(model)
-        if mode is None:
-            mode = self.tool_results
-            if mode == "auto":
-                try:
-                    info = self.show(model)
-                except BackendError:
-                    info = {}
-                caps = info.get("capabilities")
-                template = info.get("template")
-                no_tools = isinstance(caps, list) and "tools" not in caps
-                blind = isinstance(template, str) and bool(template) and "tool" not in template
-                mode = "user" if no_tools or blind else "native"
-            self.delivery[model] = mode
-        return mode
+    def _probe_delivery(self, model: str) -> str:
+        """``"user"`` when ``/api/show`` lists capabilities without ``tools`` or a template
+        that never names the tool role; ``"native"`` otherwise, also when ``/api/show`` cannot
+        be asked (the chat request then reports the real problem)."""
+        try:
+            info = self.show(model)
+        except BackendError:
+            info = {}
+        caps = info.get("capabilities")
+        template = info.get("template")
+        no_tools = isinstance(caps, list) and "tools" not in caps
+        blind = isinstance(template, str) and bool(template) and "tool" not in template
+        return "user" if no_tools or blind else "native"
 
     def close(self) -> None:
         """Close the HTTP client (idempotent); later requests raise ``backend_closed``."""
@@ -285,12 +256,6 @@ class OllamaBackend:
         if self._closed:
             raise BackendError(f"{self._server}: the backend is closed", code="backend_closed")
         return self._client
-
-    def __enter__(self) -> OllamaBackend:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ----------------------------------------------------------------------------------------
     # Wire format

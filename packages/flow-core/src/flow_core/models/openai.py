@@ -50,11 +50,10 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core.models._base import HTTPBackend
 from flow_core.models._delivery import choose, deliver, probe_messages
 from flow_core.models._http import (
     HTTPStatusError,
-    check_backend_settings,
-    check_base_url,
     excerpt,
     make_client,
     monotonic_ms,
@@ -79,7 +78,7 @@ _FINISH_REASONS: dict[str, str] = {
 }
 
 
-class OpenAIBackend:
+class OpenAIBackend(HTTPBackend):
     """Chat completions over an OpenAI-compatible HTTP API.
 
     Args:
@@ -116,20 +115,16 @@ class OpenAIBackend:
         tool_results: str = "auto",
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        check_backend_settings(
-            timeout=timeout, max_response_bytes=max_response_bytes, tool_results=tool_results
+        super().__init__(
+            base_url,
+            setting="openai.base_url",
+            timeout=timeout,
+            allow_remote=allow_remote,
+            max_response_bytes=max_response_bytes,
+            timeout_key=timeout_key,
+            tool_results=tool_results,
+            options=options,
         )
-        self.options = dict(options or {})
-        self._windows: dict[str, int | None] = {}
-        self.tool_results = tool_results
-        #: The delivery mode decided for each model (``"native"`` or ``"user"``).
-        self.delivery: dict[str, str] = {}
-        self.base_url = check_base_url(
-            base_url, allow_remote=allow_remote, setting="openai.base_url"
-        )
-        self.timeout = float(timeout)
-        self.timeout_key = timeout_key
-        self.max_response_bytes = max_response_bytes
         self._server = f"the OpenAI-compatible server at {self.base_url}"
         self._fix = (
             "start the server (for llama.cpp: python -m llama_cpp.server --model FILE "
@@ -180,7 +175,7 @@ class OpenAIBackend:
     def wire_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``options`` (None: the backend's own) in the OpenAI form: ``temperature``, ``seed``,
         ``max_tokens`` and llama.cpp's ``cache_prompt`` (the window is the server's)."""
-        opts = self.options if options is None else options
+        opts = self.request_options(options)
         return {
             ours: opts[key]
             for key, ours in (
@@ -192,19 +187,9 @@ class OpenAIBackend:
             if key in opts
         }
 
-    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
-        """The server's window in tokens: ``context_tokens`` of ``options`` (None: the
-        backend's own) when set, else llama.cpp's ``GET /props``
-        (``default_generation_settings.n_ctx``, or ``n_ctx``); None when the server does not
-        say (llama-cpp-python's server: set ``context_tokens``)."""
-        opts = self.options if options is None else options
-        if isinstance(opts.get("context_tokens"), int):
-            return int(opts["context_tokens"])
-        if model not in self._windows:
-            self._windows[model] = self._server_window()
-        return self._windows[model]
-
-    def _server_window(self) -> int | None:
+    def _server_window(self, model: str) -> int | None:
+        """llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``, or ``n_ctx``);
+        None when the server does not say (llama-cpp-python's server: set ``context_tokens``)."""
         root = self.base_url.rsplit("/v1", 1)[0] if self.base_url.endswith("/v1") else None
         if root is None or self._client is None:
             return None
@@ -222,32 +207,17 @@ class OpenAIBackend:
                 return value
         return None
 
-    def tool_results_in_use(self, model: str) -> str | None:
-        """The delivery decided for ``model`` (``tool_delivery``), None before the first
-        request that carried a tool result."""
-        return self.delivery.get(model)
-
-    def tool_delivery(self, model: str) -> str:
-        """How tool results reach ``model``: ``"native"`` or ``"user"`` (decided once).
-
-        Under ``tool_results = "auto"`` the first call sends two one-token probes (the same
-        conversation with and without a tool result) and compares the server's
-        ``usage.prompt_tokens`` (``flow_core.models._delivery.choose``).
+    def _probe_delivery(self, model: str) -> str:
+        """Two one-token probes (the same conversation with and without a tool result),
+        compared by the server's ``usage.prompt_tokens`` (``flow_core.models._delivery.choose``).
 
         Raises:
-            BackendError: the probe request failed.
+            BackendError: a probe request failed.
         """
-        mode = self.delivery.get(model)
-        if mode is None:
-            mode = self.tool_results
-            if mode == "auto":
-                counts = [
-                    self._prompt_tokens(model, probe_messages(with_result=flag))
-                    for flag in (True, False)
-                ]
-                mode = choose(*counts)
-            self.delivery[model] = mode
-        return mode
+        counts = [
+            self._prompt_tokens(model, probe_messages(with_result=flag)) for flag in (True, False)
+        ]
+        return choose(*counts)
 
     def _prompt_tokens(self, model: str, messages: Sequence[ChatMessage]) -> int | None:
         """The server's prompt token count for ``messages`` (one generated token at most)."""

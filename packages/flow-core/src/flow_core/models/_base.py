@@ -1,0 +1,115 @@
+"""``HTTPBackend``: what every HTTP ``ChatBackend`` shares, written once.
+
+The constructor checks (``check_backend_settings``, ``check_base_url``), the model options a
+request falls back to, the per-model window cache and the per-model tool-result delivery memo.
+A subclass says only what is its server's own: how to ask the server for a model's window
+(``_server_window``) and how ``"auto"`` picks a delivery (``_probe_delivery``). The seam these
+methods implement is ``flow_core._protocols.ChatBackend`` (``docs/architecture.md``,
+"Backends").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self
+
+from flow_core.models._http import check_backend_settings, check_base_url
+
+__all__ = ["HTTPBackend"]
+
+
+class HTTPBackend:
+    """The shared half of an HTTP backend (not used alone).
+
+    Args:
+        base_url: the server's URL, checked by ``check_base_url`` (loopback unless
+            ``allow_remote``).
+        setting: the config key that holds ``base_url`` (``"ollama.base_url"``), named in errors.
+        timeout: seconds for each HTTP operation; > 0.
+        allow_remote: the operator's permission for a non-loopback host.
+        max_response_bytes: the most bytes one reply may have; > 0.
+        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message.
+        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``).
+        options: the backend's own model options (``flow_core.config._options``), used when a
+            request passes none.
+
+    Raises:
+        BackendError: ``remote_refused`` or ``backend_malformed`` for the URL.
+        ValueError: a non-positive ``timeout`` or ``max_response_bytes``, or an unknown
+            ``tool_results``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        setting: str,
+        timeout: float,
+        allow_remote: bool,
+        max_response_bytes: int,
+        timeout_key: str,
+        tool_results: str,
+        options: Mapping[str, Any] | None,
+    ) -> None:
+        check_backend_settings(
+            timeout=timeout, max_response_bytes=max_response_bytes, tool_results=tool_results
+        )
+        self.options = dict(options or {})
+        self.tool_results = tool_results
+        #: The delivery mode decided for each model (``"native"`` or ``"user"``).
+        self.delivery: dict[str, str] = {}
+        self._windows: dict[str, int | None] = {}
+        self.base_url = check_base_url(base_url, allow_remote=allow_remote, setting=setting)
+        self.timeout = float(timeout)
+        self.timeout_key = timeout_key
+        self.max_response_bytes = max_response_bytes
+
+    def request_options(self, options: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        """``options`` for one request, or the backend's own when None."""
+        return self.options if options is None else options
+
+    def context_window(self, model: str, options: Mapping[str, Any] | None = None) -> int | None:
+        """The window ``model`` runs with, in tokens: ``context_tokens`` of ``options`` (None:
+        the backend's own) when set, else what the server says (asked once per model, see
+        the subclass's ``_server_window``); None when the server cannot say."""
+        opts = self.request_options(options)
+        if isinstance(opts.get("context_tokens"), int):
+            return int(opts["context_tokens"])
+        if model not in self._windows:
+            self._windows[model] = self._server_window(model)
+        return self._windows[model]
+
+    def tool_results_in_use(self, model: str) -> str | None:
+        """The delivery decided for ``model`` (``tool_delivery``), None before the first
+        request that carried a tool result."""
+        return self.delivery.get(model)
+
+    def tool_delivery(self, model: str) -> str:
+        """How tool results reach ``model``: ``"native"`` or ``"user"``, decided once per model
+        (under ``"auto"`` by the subclass's ``_probe_delivery``).
+
+        Raises:
+            BackendError: the probe failed (only where the subclass's probe raises).
+        """
+        mode = self.delivery.get(model)
+        if mode is None:
+            mode = self.tool_results
+            if mode == "auto":
+                mode = self._probe_delivery(model)
+            self.delivery[model] = mode
+        return mode
+
+    def _server_window(self, model: str) -> int | None:
+        raise NotImplementedError  # pragma: no cover - each backend asks its own server
+
+    def _probe_delivery(self, model: str) -> str:
+        raise NotImplementedError  # pragma: no cover - each backend probes its own way
+
+    def close(self) -> None:
+        raise NotImplementedError  # pragma: no cover - each backend closes its own client
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
