@@ -203,14 +203,7 @@ class Reader(Root):
         parts = split_path(rel)
         root_fd = self._check(rel)
         prefix = "/".join(parts)
-        dir_fd = self._open_dir(rel, root_fd, parts)
-        try:
-            # A private descriptor: scandir() shares the offset of the one it is given.
-            fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | CLOEXEC, dir_fd=dir_fd)
-        except OSError as err:
-            raise self._error(rel, err) from err
-        finally:
-            close_unless(dir_fd, root_fd)
+        fd = self._listing_fd(rel, root_fd, parts)
         try:
             with os.scandir(fd) as it:
                 names = heapq.nsmallest(limit + 1, (e.name for e in it if _listable(e, fd)))
@@ -274,14 +267,19 @@ class Reader(Root):
             if len(parts) < _MAX_WALK_DEPTH:
                 stack.extend((*parts, d) for d in reversed(dirs))
 
-    def _scan(self, rel: str, root_fd: int, parts: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    def _listing_fd(self, rel: str, root_fd: int, parts: tuple[str, ...]) -> int:
+        """A private descriptor of the directory ``parts`` for ``scandir`` (which shares the
+        offset of the descriptor it is given); the caller closes it."""
         dir_fd = self._open_dir(rel, root_fd, parts)
         try:
-            fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | CLOEXEC, dir_fd=dir_fd)
+            return os.open(".", os.O_RDONLY | os.O_DIRECTORY | CLOEXEC, dir_fd=dir_fd)
         except OSError as err:
             raise self._error(rel, err) from err
         finally:
             close_unless(dir_fd, root_fd)
+
+    def _scan(self, rel: str, root_fd: int, parts: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        fd = self._listing_fd(rel, root_fd, parts)
         files: list[str] = []
         dirs: list[str] = []
         try:
