@@ -253,6 +253,11 @@ def test_live_progress_on_a_terminal_stderr(env, h, tmp_path, workspace) -> None
     )
     try:
         child.expect("waits running")  # stderr is the terminal: the live view draws there
+        # The view says "running" once the check process is started; on a loaded machine its
+        # first line may run a moment later, so wait for that event itself (bounded).
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert started.exists()
         # A check has no roles and no tool calls: the view is the check's name and time only.
         assert "role" not in child.before

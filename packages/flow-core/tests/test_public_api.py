@@ -8,6 +8,7 @@ import pytest
 
 import flow_core
 import flow_core.run
+import flow_core.store
 import flow_core.verify
 
 
@@ -42,7 +43,7 @@ def test_lazy_table_matches_the_imports_type_checkers_read() -> None:
     assert set(flow_core.__all__) == {*flow_core._EXPORTS, "__version__"}
 
 
-@pytest.mark.parametrize("door", [flow_core, flow_core.run, flow_core.verify])
+@pytest.mark.parametrize("door", [flow_core, flow_core.run, flow_core.store, flow_core.verify])
 def test_every_door_is_one_table(door: ModuleType) -> None:
     # __all__ derives from the door's table; the static imports name the same modules.
     exports = door._EXPORTS  # type: ignore[attr-defined]

@@ -20,7 +20,7 @@ from flow_cli._stdout import StdoutGuard
 
 if TYPE_CHECKING:
     from flow_cli._progress import LiveProgress
-    from flow_core import Event, Report, Runtime
+    from flow_core import Event, FlowConfig, Report, Runtime
 
 ReportKind = Literal["status", "check", "run"]
 
@@ -58,22 +58,32 @@ def build_runtime(
         flow_core.store.StoreError: the run store lies inside the workspace
             (``run_store_unusable``; exit 2).
     """
-    from flow_core import Runtime, load_config
-    from flow_core.store import RunStore
+    from flow_core import load_config, open_runtime
 
     loaded = load_config(
         config_file=opts.config,
         workspace=opts.workspace,
         model=model if model is not None else opts.model,
     )
-    config = loaded.config
-    return Runtime(
-        config,
-        trusted=opts.trusted,
-        on_event=on_event,
-        config_sources=tuple(loaded.sources),
-        store=RunStore.for_workspace(config.workspace_dir, config.runs),
-    )
+    return open_runtime(loaded, trusted=opts.trusted, on_event=on_event)
+
+
+def status_report(opts: CommonOptions) -> tuple[Report, FlowConfig]:
+    """``flow status``: the report and the config it describes, without building a Runtime.
+
+    The run store's location is still checked (a store inside the workspace is refused, as
+    for every other command), but nothing is opened: ``bench/bench_cli.py`` keeps this path
+    a cold start of the config and the report.
+
+    Raises:
+        flow_core.ConfigError, flow_core.store.StoreError: as for :func:`build_runtime`.
+    """
+    from flow_core import config_status, load_config, user_run_store
+
+    loaded = load_config(config_file=opts.config, workspace=opts.workspace, model=opts.model)
+    user_run_store(loaded.config)
+    report = config_status(loaded.config, trusted=opts.trusted, sources=loaded.sources)
+    return report, loaded.config
 
 
 def error_report(
@@ -222,7 +232,7 @@ def _produce(
     runtime: Runtime | None = None
     progress = None
     try:
-        from flow_core import FlowError, NotTrustedError
+        from flow_core import FlowError
 
         try:
             if kind != "status" and sys.stderr.isatty():
@@ -230,24 +240,13 @@ def _produce(
 
                 progress = LiveProgress.on_stderr(checks_only=kind == "check")
                 interrupts.progress = progress
-            runtime = build_runtime(opts, on_event=progress.on_event if progress else None)
-            interrupts.runtime = runtime
-            if kind == "check" and not opts.trusted:
-                raise NotTrustedError(
-                    "flow check runs the configured checks, which execute project code; "
-                    "review [checks.*] in your operator config, then add --trusted",
-                )
-            if kind != "status":
-                _say_hints(runtime)
-            if progress is not None:
-                progress.start()
             if kind == "status":
-                report = runtime.status()
-                _describe_setup(report, runtime)
-            elif kind == "check":
-                report = runtime.check(name)
+                report, config = status_report(opts)
+                _describe_setup(report, config)
             else:
-                report = runtime.run(task or "", isolate=isolate)
+                runtime = build_runtime(opts, on_event=progress.on_event if progress else None)
+                interrupts.runtime = runtime
+                report = _work(runtime, kind, opts, progress, name=name, task=task, isolate=isolate)
         except FlowError as err:
             say(f"{err.message} [{err.code}]")
             report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
@@ -293,6 +292,32 @@ def _produce(
             close_quietly(runtime)
 
 
+def _work(
+    runtime: Runtime,
+    kind: ReportKind,
+    opts: CommonOptions,
+    progress: LiveProgress | None,
+    *,
+    name: str | None,
+    task: str | None,
+    isolate: bool | None,
+) -> Report:
+    """``check`` or ``run`` on a built runtime (trust first, then the hints, then the work)."""
+    from flow_core import NotTrustedError
+
+    if kind == "check" and not opts.trusted:
+        raise NotTrustedError(
+            "flow check runs the configured checks, which execute project code; "
+            "review [checks.*] in your operator config, then add --trusted",
+        )
+    _say_hints(runtime)
+    if progress is not None:
+        progress.start()
+    if kind == "check":
+        return runtime.check(name)
+    return runtime.run(task or "", isolate=isolate)
+
+
 def _warn_unjailed(report: Report) -> None:
     """``[sandbox] mode = "auto"`` without a usable bubblewrap: say so on stderr, every time."""
     sandbox = report.sandbox
@@ -312,7 +337,7 @@ def close_quietly(runtime: Runtime) -> None:
 PLAN_LINES = 12
 
 
-def _describe_setup(report: Report, runtime: Runtime) -> None:
+def _describe_setup(report: Report, config: FlowConfig) -> None:
     """``flow status`` on stderr: a summary line on a terminal, and setup warnings always.
 
     The report has no field for the model backend, so its kind and ``base_url`` are shown
@@ -321,7 +346,7 @@ def _describe_setup(report: Report, runtime: Runtime) -> None:
     from flow_cli._summary import clean, missing_executable, status_line
 
     if sys.stderr.isatty():
-        say(status_line(report, runtime.config))
+        say(status_line(report, config))
     for spec in report.configured_checks:
         warning = missing_executable(spec, report.workspace)
         if warning is not None:

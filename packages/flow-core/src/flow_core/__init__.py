@@ -37,6 +37,11 @@ if TYPE_CHECKING:
         NotTrustedError as NotTrustedError,
         UnknownCheckError as UnknownCheckError,
     )
+    from flow_core._factory import (
+        config_status as config_status,
+        open_runtime as open_runtime,
+        user_run_store as user_run_store,
+    )
     from flow_core._outcome import (
         error_report as error_report,
         exit_code_for as exit_code_for,
@@ -173,6 +178,7 @@ else:
                 "NotTrustedError",
                 "UnknownCheckError",
             ),
+            "flow_core._factory": ("config_status", "open_runtime", "user_run_store"),
             "flow_core._outcome": (
                 "error_report",
                 "exit_code_for",

@@ -49,6 +49,7 @@ from flow_core import (
     StdioTakeover,
     kill_all_process_groups,
     load_config,
+    open_runtime,
 )
 from flow_mcp.__about__ import __version__
 from flow_mcp._framing import MAX_FRAME_BYTES, DescriptorFrameReader, FrameWriter
@@ -347,18 +348,9 @@ def _serve(
     writer = FrameWriter(out_fd)
     relay = ProgressRelay(writer.send)
     try:
-        from flow_core.store import RunStore
-
-        # Every flow_run is recorded in the user's run store, like the CLI's (flow runs).
-        config = loaded.config
-        runtime = Runtime(
-            config,
-            trusted=options.trusted,
-            editor=bridge,
-            on_event=relay,
-            config_sources=loaded.sources,
-            store=RunStore.for_workspace(config.workspace_dir, config.runs),
-        )
+        # Wired like the CLI's and the TUI's (flow_core._factory): every flow_run is recorded
+        # in the user's run store (flow runs).
+        runtime = open_runtime(loaded, trusted=options.trusted, on_event=relay, editor=bridge)
     except FlowError as err:
         _err(f"cannot start the runtime: {err.message} [{err.code}]")
         if bridge is not None:

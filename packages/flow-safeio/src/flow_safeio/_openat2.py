@@ -10,10 +10,8 @@ filter refuses it, :func:`available` is ``False`` and callers use the component 
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
-import platform
 import sys
 from typing import Any
 
@@ -29,32 +27,36 @@ RESOLVE_BENEATH = 0x08
 RESOLVE_FLAGS = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = (
-        ("flags", ctypes.c_uint64),
-        ("mode", ctypes.c_uint64),
-        ("resolve", ctypes.c_uint64),
-    )
-
-
 @functools.cache
-def _load() -> Any:
+def _load() -> tuple[Any, Any, Any, Any]:
+    """``syscall``, the ``open_how`` structure, the call number and the structure's size.
+
+    ctypes is imported here, on the first call, not when the package is: importing
+    flow-safeio (``flow status`` does, for one path rule) must not pay for it.
+    """
+    import ctypes
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = (
+            ("flags", ctypes.c_uint64),
+            ("mode", ctypes.c_uint64),
+            ("resolve", ctypes.c_uint64),
+        )
+
     libc = ctypes.CDLL(None, use_errno=True)
     fn = libc.syscall
     fn.restype = ctypes.c_long
     # No argtypes: every argument below is passed as an explicit ctypes value or pointer,
     # which is both correct for the variadic syscall(2) and cheaper per call.
-    return fn
-
-
-_NR = ctypes.c_long(_SYS_OPENAT2)
-_HOW_SIZE = ctypes.c_size_t(ctypes.sizeof(_OpenHow))
+    return fn, OpenHow, ctypes.c_long(_SYS_OPENAT2), ctypes.c_size_t(ctypes.sizeof(OpenHow))
 
 
 @functools.lru_cache(maxsize=64)
-def _how(flags: int, mode: int) -> tuple[_OpenHow, Any]:
+def _how(flags: int, mode: int) -> tuple[Any, Any]:
     # Read-only after creation, so one instance per (flags, mode) is shared by all threads.
-    how = _OpenHow(flags, mode, RESOLVE_FLAGS)
+    import ctypes
+
+    how = _load()[1](flags, mode, RESOLVE_FLAGS)
     return how, ctypes.byref(how)
 
 
@@ -75,8 +77,10 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
             ``EXDEV`` for a step outside ``dir_fd``, ``ENOENT``, ``ENOTDIR``, ``EAGAIN``
             (a concurrent rename; the caller may retry), ``ENOSYS`` where unsupported.
     """
-    ref = _how(flags, mode)[1]
-    fd = int(_load()(_NR, ctypes.c_int(dir_fd), os.fsencode(path), ref, _HOW_SIZE))
+    import ctypes
+
+    fn, _, nr, size = _load()
+    fd = int(fn(nr, ctypes.c_int(dir_fd), os.fsencode(path), _how(flags, mode)[1], size))
     if fd < 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), path)
@@ -86,6 +90,8 @@ def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
 @functools.cache
 def available() -> bool:
     """Whether this process can use ``openat2`` (probed once, then cached)."""
+    import platform
+
     if not sys.platform.startswith("linux") or platform.machine().lower() not in _ARCHES:
         return False
     try:

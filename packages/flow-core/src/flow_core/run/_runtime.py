@@ -29,8 +29,8 @@ from flow_core._report import CheckResult, Report, ReportStatus
 from flow_core.run._changes import ChangeTracker, sha256_hex
 from flow_core.run._evidence import RunEvidence, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
-from flow_core.run._preflight import config_hints, model_preflight, preflight
-from flow_core.run._reporting import build_report, status_report
+from flow_core.run._preflight import model_preflight, preflight
+from flow_core.run._reporting import build_report
 from flow_core.run._state import Interrupted, RunState
 from flow_safeio import SafeIOError
 
@@ -117,15 +117,9 @@ class Runtime:
             configured (``run/_preflight.py``: no required check, a required check's
             executable missing, the workspace gone).
         """
-        report = status_report(self.config, trusted=self.trusted, sources=self._config_sources)
-        warnings = preflight(self.config, task=None, trusted=self.trusted)
-        hints = config_hints(self.config)  # likely mistakes that do not make ok false
-        if warnings or hints:
-            update: dict[str, Any] = {"warnings": [*warnings, *hints]}
-            if warnings:
-                update["ok"] = False
-            report = report.model_copy(update=update)
-        return report
+        from flow_core._factory import config_status
+
+        return config_status(self.config, trusted=self.trusted, sources=self._config_sources)
 
     def check(self, name: str | None = None) -> Report:
         """Run one configured check by name, or every configured check (config order).

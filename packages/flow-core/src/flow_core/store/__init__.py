@@ -1,27 +1,48 @@
 """The run store: every run's record outside the workspace, undo, and isolated runs.
 
 See ``_record`` (a record's layout), ``_store`` (where records live, listing, pruning),
-``_undo`` (undo and apply) and ``_isolate`` (worktrees and private copies).
+``_undo`` (undo and apply) and ``_isolate`` (worktrees and private copies). Names load on
+first use (``flow_core._lazy.lazy_door``): ``flow status`` checks where the store lives
+without loading undo, apply or isolation.
 """
 
-from flow_core.store._isolate import IsolatedTree, prepare_tree, remove_tree
-from flow_core.store._record import FileEntry, RunRecord, StoreError, sha256
-from flow_core.store._store import RunInfo, RunStore, default_store_root
-from flow_core.store._undo import ApplyResult, UndoResult, apply_run, undo_run
+from __future__ import annotations
 
-__all__ = [
-    "ApplyResult",
-    "FileEntry",
-    "IsolatedTree",
-    "RunInfo",
-    "RunRecord",
-    "RunStore",
-    "StoreError",
-    "UndoResult",
-    "apply_run",
-    "default_store_root",
-    "prepare_tree",
-    "remove_tree",
-    "sha256",
-    "undo_run",
-]
+from typing import TYPE_CHECKING
+
+from flow_core._lazy import lazy_door
+
+if TYPE_CHECKING:
+    from flow_core.store._isolate import (
+        IsolatedTree as IsolatedTree,
+        prepare_tree as prepare_tree,
+        remove_tree as remove_tree,
+    )
+    from flow_core.store._record import (
+        FileEntry as FileEntry,
+        RunRecord as RunRecord,
+        StoreError as StoreError,
+        sha256 as sha256,
+    )
+    from flow_core.store._store import (
+        RunInfo as RunInfo,
+        RunStore as RunStore,
+        default_store_root as default_store_root,
+    )
+    from flow_core.store._undo import (
+        ApplyResult as ApplyResult,
+        UndoResult as UndoResult,
+        apply_run as apply_run,
+        undo_run as undo_run,
+    )
+else:
+    __all__, __getattr__, __dir__, _EXPORTS = lazy_door(
+        __name__,
+        {
+            "flow_core.store._isolate": ("IsolatedTree", "prepare_tree", "remove_tree"),
+            "flow_core.store._record": ("FileEntry", "RunRecord", "StoreError", "sha256"),
+            "flow_core.store._store": ("RunInfo", "RunStore", "default_store_root"),
+            "flow_core.store._undo": ("ApplyResult", "UndoResult", "apply_run", "undo_run"),
+        },
+        globals(),
+    )
