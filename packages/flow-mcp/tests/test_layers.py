@@ -159,7 +159,12 @@ class FakeHandler:
         return [{"name": "t", "inputSchema": {"type": "object"}}]
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any], progress_token: str | int | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        progress_token: str | int | None,
+        *,
+        stopped: Any = None,
     ) -> dict[str, Any]:
         self.calls.append((name, dict(arguments), progress_token))
         if name == "boom":
@@ -232,7 +237,16 @@ def test_session_stop_flag_ends_serve(wired: tuple[Session, FakeHandler, Any]) -
         b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
     )
     stop[0] = True
-    code = session.serve(FrameReader(io.BufferedReader(io.BytesIO(lines))))  # type: ignore[arg-type]
+    # A pipe kept open: end of input would drop the queued request (tested with a real server).
+    r, w = os.pipe()
+    os.write(w, lines)
+    reader = DescriptorFrameReader(r)
+    try:
+        code = session.serve(reader)
+    finally:
+        reader.close()
+        os.close(w)
+        os.close(r)
     assert code == 0
     assert [r["id"] for r in replies()] == [1]  # stopped after the first frame
 

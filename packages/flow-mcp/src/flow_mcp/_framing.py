@@ -236,6 +236,11 @@ class FrameWriter:
         self.busy = False
         #: Called after each whole frame (the server uses it to deliver a deferred signal).
         self.after_write: Callable[[], None] | None = None
+        #: Set once a write failed (the client stopped reading); no frame is written after.
+        self.broken = False
+        #: Called once, on the writing thread, when the first write fails (the session stops
+        #: its work: nobody can receive the answer).
+        self.on_broken: Callable[[], None] | None = None
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one message.
@@ -251,17 +256,32 @@ class FrameWriter:
         self.send_bytes(head + b',"result":' + result_json + b"}\n")
 
     def send_bytes(self, frame: bytes) -> None:
-        """Write one already-encoded frame (it must end with its single newline)."""
+        """Write one already-encoded frame (it must end with its single newline).
+
+        Raises:
+            OSError: the write failed (``BrokenPipeError``: the client stopped reading), now
+                or for an earlier frame; :attr:`on_broken` has been called once by then.
+        """
         data = memoryview(frame)
         main = threading.current_thread() is threading.main_thread()
+        failed: OSError | None = None
         with self._lock:
+            if self.broken:
+                raise BrokenPipeError("the client stopped reading; nothing more is written")
             self.busy = main
             try:
                 while data:
                     written = os.write(self._fd, data)
                     data = data[written:]
+            except OSError as err:
+                self.broken = True
+                failed = err
             finally:
                 self.busy = False
+        if failed is not None:
+            if self.on_broken is not None:
+                self.on_broken()
+            raise failed
         if main and self.after_write is not None:
             self.after_write()
 

@@ -4,6 +4,13 @@ MCP 2025-11-25, "Basic > Utilities > Cancellation": a cancelled request gets no 
 a cancellation that names an unknown or finished request, or ``initialize`` (2026-07-28
 adds ``server/discover``), is ignored. The reader thread records each queued request and
 applies cancellations; the main thread starts and finishes requests. One lock guards both.
+
+When the client is gone (stdin ended, or a write to it failed), :meth:`InFlight.end_input`
+marks the session ended: the running request is told to stop and every queued request that
+would do work (``work=True``: a ``flow_check`` or ``flow_run`` call) is refused by
+:meth:`InFlight.start`, so no check, model request or edit starts for a client that cannot
+receive its answer (flow-mcp README, "End of input"). Because both happen under the same
+lock, such a request is either running when the end comes (and is stopped) or never starts.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ class InFlight:
         self._current: RequestId | None = None
         self._method: str | None = None
         self._cancelled = False
+        self._reason: str | None = None
+        self.ended = False
         self._queued: dict[RequestId, int] = {}
         self._dropped: dict[RequestId, int] = {}
 
@@ -37,13 +46,15 @@ class InFlight:
         with self._lock:
             self._queued[rid] = self._queued.get(rid, 0) + 1
 
-    def start(self, rid: RequestId, method: str) -> bool:
-        """The main thread takes the request; False when it was cancelled while queued."""
+    def start(self, rid: RequestId, method: str, *, work: bool = False) -> bool:
+        """The main thread takes the request; False when it was cancelled while queued, or
+        when it would do ``work`` and the client is gone (:attr:`ended`)."""
         with self._lock:
             _take(self._queued, rid)
-            if _take(self._dropped, rid):
+            if _take(self._dropped, rid) or (work and self.ended):
                 return False
             self._current, self._method, self._cancelled = rid, method, False
+            self._reason = None
             return True
 
     def finish(self) -> None:
@@ -51,6 +62,25 @@ class InFlight:
         with self._lock:
             self._current = self._method = None
             self._cancelled = False
+            self._reason = None
+
+    def end_input(self, reason: str) -> str | None:
+        """The client is gone: refuse every later :meth:`start` of work and stop the running
+        request. Returns the running request's method (None when idle or already ended)."""
+        with self._lock:
+            if self.ended:
+                return None
+            self.ended = True
+            if self._current is None:
+                return None
+            if self._reason is None:
+                self._reason = reason
+            return self._method
+
+    def stop_reason(self) -> str | None:
+        """Why the running request must stop (cancelled, or the client is gone), or None."""
+        with self._lock:
+            return self._reason
 
     def cancelled(self) -> bool:
         """Whether the running request was cancelled (its answer must not be sent)."""
@@ -62,7 +92,9 @@ class InFlight:
         with self._lock:
             return self._method if self._current is not None else None
 
-    def cancel(self, rid: RequestId) -> tuple[Cancelled, str | None]:
+    def cancel(
+        self, rid: RequestId, reason: str = "cancelled by the client"
+    ) -> tuple[Cancelled, str | None]:
         """Apply a cancellation; returns what it hit and the running request's method.
 
         ``running``: the running request is now cancelled (the caller stops its work);
@@ -74,6 +106,8 @@ class InFlight:
                 if self._cancelled:
                     return "again", self._method
                 self._cancelled = True
+                if self._reason is None:
+                    self._reason = reason
                 return "running", self._method
             if self._queued.get(rid, 0) > self._dropped.get(rid, 0):
                 self._dropped[rid] = self._dropped.get(rid, 0) + 1

@@ -57,9 +57,18 @@ class Handler(Protocol):
         ...
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any], progress_token: RequestId | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        progress_token: RequestId | None,
+        *,
+        stopped: Callable[[], str | None] = ...,
     ) -> dict[str, Any]:
-        """A ``CallToolResult``; raises :class:`JsonRpcError` for protocol-level failures."""
+        """A ``CallToolResult``; raises :class:`JsonRpcError` for protocol-level failures.
+
+        ``stopped()`` says why the call must stop (a cancellation or the client's end that
+        came before the tool started), else None; the tool checks it once it has started.
+        """
         ...
 
     def cancel(self, reason: str) -> None:

@@ -16,6 +16,9 @@ one at a time. The first request also picks the protocol era: the handshake belo
 * Messages ("Basic > Messages"): requests carry a string or integer id and always get exactly
   one answer; notifications never get one, and unknown notifications are ignored. JSON-RPC
   batches (arrays) were removed in 2025-06-18 and are refused with ``-32600``.
+* End of input ("Basic > Lifecycle > Shutdown": a stdio client ends a session by closing
+  stdin): the client is gone, as it is when a write to it fails; the running tool call is
+  interrupted and every queued request is dropped unrun (:meth:`Session.client_gone`).
 * Errors keep the request's id whenever it can be read, ``null`` otherwise:
   ``-32700`` parse error, ``-32600`` invalid request, ``-32601`` unknown method,
   ``-32602`` invalid params, ``-32603`` internal error.
@@ -78,6 +81,16 @@ def _log_to_stderr(line: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+#: The tools whose calls run checks, model requests or edits (dropped once the client is gone).
+WORK_TOOLS: Final = frozenset({"flow_check", "flow_run"})
+
+
+def _does_work(method: str, message: dict[str, Any]) -> bool:
+    """Whether this request would run checks, a model or edits (a flow_check/flow_run call)."""
+    params = message.get("params")
+    return method == "tools/call" and isinstance(params, dict) and params.get("name") in WORK_TOOLS
 
 
 class Session:
@@ -154,6 +167,7 @@ class Session:
             KeyboardInterrupt: from a signal handler; the caller cleans up.
         """
         inbox = Inbox(reader, route=self.route, on_eof=self.end_of_input)
+        self.writer.on_broken = lambda: self.client_gone("the client stopped reading")
         inbox.start()
         try:
             while True:
@@ -220,14 +234,22 @@ class Session:
             return self.era
 
     def end_of_input(self) -> None:
-        """Stdin ended while the main thread may be busy: interrupt the running tool call.
+        """Stdin ended (reader thread): the client is gone; see :meth:`client_gone`."""
+        self.client_gone("the client closed stdin")
 
-        Its answer is still sent (an ``interrupted`` report); requests already received are
-        still answered in order.
+    def client_gone(self, why: str) -> None:
+        """The client closed stdin or stopped reading (any thread; idempotent).
+
+        The running tool call is interrupted (checks killed, a run's edits rolled back) and
+        every queued ``flow_check``/``flow_run`` call is dropped unrun: no work starts for a
+        client that cannot receive its answer (flow-mcp README, "End of input"). Requests
+        that do no work (``initialize``, ``ping``, ``tools/list``, ``flow_status``) are still
+        answered, as is the interrupted call, for a client that only closed stdin.
         """
-        if self._inflight.running_method() == "tools/call":
-            self._log("flow-mcp: stdin closed during a tool call; interrupting it")
-            self.handler.cancel("the client closed stdin")
+        method = self._inflight.end_input(why)
+        if method == "tools/call":
+            self._log(f"flow-mcp: {why} during a tool call; interrupting it")
+            self.handler.cancel(why)
 
     def _cancel(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
@@ -236,7 +258,7 @@ class Session:
             return
         reason = params.get("reason") if isinstance(params, dict) else None
         why = reason if isinstance(reason, str) and reason else "no reason given"
-        hit, method = self._inflight.cancel(rid)
+        hit, method = self._inflight.cancel(rid, f"cancelled by the client: {why[:200]}")
         if hit == "queued":
             self._log(f"flow-mcp: id={rid!r} cancelled before it started; it will not run")
         elif hit == "ignored":
@@ -301,8 +323,11 @@ class Session:
 
     def _request(self, rid: RequestId, method: str, message: dict[str, Any]) -> None:
         """Serve one request on the main thread, unless it was cancelled (then: no answer)."""
-        if not self._inflight.start(rid, method):
-            self._log(f"flow-mcp: {method} id={rid!r} cancelled before it started")
+        if not self._inflight.start(rid, method, work=_does_work(method, message)):
+            if self._inflight.ended:
+                self._log(f"flow-mcp: {method} id={rid!r} dropped unrun (the client is gone)")
+            else:
+                self._log(f"flow-mcp: {method} id={rid!r} cancelled before it started")
             return
         try:
             self._execute(rid, method, message, drop=self._inflight.cancelled)
@@ -483,7 +508,7 @@ class Session:
             raw = meta.get("progressToken")
             if isinstance(raw, str | int) and not isinstance(raw, bool):
                 token = raw
-        return self.handler.call_tool(name, arguments, token)
+        return self.handler.call_tool(name, arguments, token, stopped=self._inflight.stop_reason)
 
 
 __all__ = [

@@ -311,9 +311,18 @@ class FlowTools:
         return _definitions()
 
     def call_tool(
-        self, name: str, arguments: Mapping[str, Any], progress_token: RequestId | None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        progress_token: RequestId | None,
+        *,
+        stopped: Callable[[], str | None] = lambda: None,
     ) -> dict[str, Any]:
         """Run one tool and return its ``CallToolResult``.
+
+        ``stopped()`` names a cancellation (or the client's end) that came before this call
+        could take note of it; the run is then interrupted at its first event, as if
+        :meth:`cancel` had come during it.
 
         Raises:
             JsonRpcError: ``-32602`` for a tool name that does not exist.
@@ -332,7 +341,9 @@ class FlowTools:
         if self.progress is not None:
             self.progress.start(progress_token)
         with self._lock:
-            self._running, self._cancel_reason = name, None
+            self._running, self._cancel_reason = name, stopped()
+        if self._cancel_reason is not None and self.progress is not None:
+            self.progress.start(None)
         try:
             if name == "flow_status":
                 report = self.runtime.status()
