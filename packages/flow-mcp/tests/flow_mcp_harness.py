@@ -219,12 +219,17 @@ class RawServer:
 
     def assert_stdout_pure(self) -> None:
         for line in self.lines:
-            msg = json.loads(line)
-            assert isinstance(msg, dict), line
-            assert msg.get("jsonrpc") == "2.0", line
-            assert ("id" in msg) != ("method" in msg) or "method" in msg, line
-            if "id" in msg:
-                assert ("result" in msg) != ("error" in msg), line
+            batch = json.loads(line)  # an array only answers a batch (MCP 2025-03-26)
+            for msg in batch if isinstance(batch, list) and batch else [batch]:
+                self._assert_message(msg, line)
+
+    @staticmethod
+    def _assert_message(msg: Any, line: bytes) -> None:
+        assert isinstance(msg, dict), line
+        assert msg.get("jsonrpc") == "2.0", line
+        assert ("id" in msg) != ("method" in msg) or "method" in msg, line
+        if "id" in msg:
+            assert ("result" in msg) != ("error" in msg), line
 
     def finish(self) -> int:
         """Close stdin, read stdout to EOF, check purity and return the exit code."""

@@ -64,6 +64,24 @@ class EraError(Exception):
         self.data = data
 
 
+#: The one revision that had JSON-RPC batches (2025-06-18 removed them).
+BATCH_PROTOCOL_VERSION: Final = "2025-03-26"
+
+
+def batch_refusal(era: Era, negotiated: str | None) -> str | None:
+    """Why a JSON-RPC batch is refused on this connection, or None when it is served.
+
+    Batches belong to MCP 2025-03-26 ("Basic > Messages > Batching"): served once a handshake
+    negotiated exactly that revision, refused (``-32600``) before it and for every other one.
+    """
+    if era == "handshake" and negotiated == BATCH_PROTOCOL_VERSION:
+        return None
+    return (
+        f"JSON-RPC batches are served only after initialize negotiated {BATCH_PROTOCOL_VERSION} "
+        f"(this session: {negotiated or 'not initialized'}; 2025-06-18 removed batches)"
+    )
+
+
 def has_envelope(params: Any) -> bool:
     """Whether ``params._meta`` carries the per-request protocol-version key."""
     if not isinstance(params, Mapping):

@@ -218,6 +218,12 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=True).encode("ascii") + b"\n"
 
 
+def result_frame(rid: str | int, result_json: bytes) -> bytes:
+    """A response (no newline) around a ``result`` that is already compact ASCII JSON."""
+    head = b'{"jsonrpc":"2.0","id":' + json.dumps(rid, ensure_ascii=True).encode("ascii")
+    return head + b',"result":' + result_json + b"}"
+
+
 class FrameWriter:
     """Writes whole frames to a file descriptor, one ``write`` loop per message.
 
@@ -252,8 +258,7 @@ class FrameWriter:
 
     def send_result_json(self, rid: str | int, result_json: bytes) -> None:
         """Write a response whose ``result`` is already compact ASCII JSON (no newlines)."""
-        head = b'{"jsonrpc":"2.0","id":' + json.dumps(rid, ensure_ascii=True).encode("ascii")
-        self.send_bytes(head + b',"result":' + result_json + b"}\n")
+        self.send_bytes(result_frame(rid, result_json) + b"\n")
 
     def send_bytes(self, frame: bytes) -> None:
         """Write one already-encoded frame (it must end with its single newline).

@@ -16,7 +16,7 @@ lock, such a request is either running when the end comes (and is stopped) or ne
 from __future__ import annotations
 
 import threading
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 RequestId = str | int
 
@@ -25,7 +25,15 @@ NOT_CANCELLABLE: Final = frozenset({"initialize", "server/discover"})
 
 Cancelled = Literal["running", "queued", "ignored", "again"]
 
-__all__ = ["NOT_CANCELLABLE", "Cancelled", "InFlight"]
+#: The tools whose calls run checks, model requests or edits (dropped once the client is gone).
+WORK_TOOLS: Final = frozenset({"flow_check", "flow_run"})
+
+__all__ = ["NOT_CANCELLABLE", "WORK_TOOLS", "Cancelled", "InFlight", "does_work"]
+
+
+def does_work(method: str, params: Any) -> bool:
+    """Whether a request would run checks, a model or edits (a flow_check/flow_run call)."""
+    return method == "tools/call" and isinstance(params, dict) and params.get("name") in WORK_TOOLS
 
 
 class InFlight:

@@ -8,14 +8,16 @@ one at a time. The first request also picks the protocol era: the handshake belo
 2026-07-28's per-request envelope opened by ``server/discover`` (see ``_eras``).
 
 * Lifecycle ("Basic > Lifecycle"): ``initialize`` first, then the client's
-  ``notifications/initialized``; only then are ``tools/list`` and ``tools/call`` served.
-  Earlier calls get ``-32600`` with a message saying what to send first; ``ping`` is answered
-  in every state ("Basic > Utilities > Ping").
+  ``notifications/initialized``. Requests before ``initialize`` get ``-32600`` saying what
+  to send first; requests after a successful ``initialize`` but before the notification are
+  served (several SDK clients send ``tools/list`` at once) and noted on stderr; ``ping`` is
+  answered in every state ("Basic > Utilities > Ping").
 * Version negotiation: a requested version this server speaks is echoed back; any other gets
   :data:`LATEST_PROTOCOL_VERSION`, and the client decides whether to continue.
 * Messages ("Basic > Messages"): requests carry a string or integer id and always get exactly
   one answer; notifications never get one, and unknown notifications are ignored. JSON-RPC
-  batches (arrays) were removed in 2025-06-18 and are refused with ``-32600``.
+  batches (arrays) are served only on a session that negotiated 2025-03-26, the revision
+  that had them (2025-06-18 removed them); elsewhere they get one ``-32600``.
 * End of input ("Basic > Lifecycle > Shutdown": a stdio client ends a session by closing
   stdin): the client is gone, as it is when a write to it fails; the running tool call is
   interrupted and every queued request is dropped unrun (:meth:`Session.client_gone`).
@@ -33,12 +35,13 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any
 
 from flow_mcp._eras import (
     MODERN_PROTOCOL_VERSIONS,
     Era,
     EraError,
+    batch_refusal,
     envelope_version,
     has_envelope,
     opening_era,
@@ -52,11 +55,17 @@ from flow_mcp._framing import (
     FrameError,
     FrameReader,
     FrameWriter,
-    decode,
     encode,
+    result_frame,
 )
 from flow_mcp._inbox import EOF, Inbox
-from flow_mcp._inflight import InFlight
+from flow_mcp._inflight import InFlight, does_work
+from flow_mcp._methods import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    Methods,
+    State,
+)
 from flow_mcp._rpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -68,12 +77,6 @@ from flow_mcp._rpc import (
     RequestId,
 )
 
-LATEST_PROTOCOL_VERSION: Final = "2025-11-25"
-#: Protocol revisions this server speaks, newest first.
-SUPPORTED_PROTOCOL_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
-
-State = Literal["new", "initializing", "ready"]
-
 
 def _log_to_stderr(line: str) -> None:
     try:
@@ -83,17 +86,11 @@ def _log_to_stderr(line: str) -> None:
         pass
 
 
-#: The tools whose calls run checks, model requests or edits (dropped once the client is gone).
-WORK_TOOLS: Final = frozenset({"flow_check", "flow_run"})
+#: Receives the frames of a batch's answers (compact JSON, no newline) instead of the writer.
+Sink = Callable[[bytes], None]
 
 
-def _does_work(method: str, message: dict[str, Any]) -> bool:
-    """Whether this request would run checks, a model or edits (a flow_check/flow_run call)."""
-    params = message.get("params")
-    return method == "tools/call" and isinstance(params, dict) and params.get("name") in WORK_TOOLS
-
-
-class Session:
+class Session(Methods):
     """One MCP session over one pair of streams, served sequentially.
 
     Args:
@@ -187,16 +184,6 @@ class Session:
         finally:
             inbox.close()
 
-    def handle_line(self, line: bytes) -> None:
-        """Decode one frame and answer it (or not, for notifications)."""
-        try:
-            message = decode(line)
-        except FrameError as err:
-            self._send_error(None, JsonRpcError(err.code, err.message))
-            self._log(f"flow-mcp: parse error ({err.message})")
-            return
-        self.handle_message(message)
-
     # ------------------------------------------------------- reader thread
 
     def route(self, message: Any) -> bool:
@@ -271,44 +258,71 @@ class Session:
 
     # -------------------------------------------------------------- messages
 
-    def handle_message(self, message: Any) -> None:
-        """Classify one decoded message and answer it as JSON-RPC 2.0 requires."""
-        if isinstance(message, list):
-            self._reject(None, "JSON-RPC batches are not supported (removed in MCP 2025-06-18)")
+    def handle_message(self, message: Any, sink: Sink | None = None) -> None:
+        """Classify one decoded message and answer it as JSON-RPC 2.0 requires.
+
+        ``sink``: collect the answer for a batch instead of writing it.
+        """
+        if isinstance(message, list) and sink is None:
+            self._batch(message)
             return
         if not isinstance(message, dict):
-            self._reject(None, "a message must be a JSON object")
+            self._reject(None, "a message must be a JSON object", sink)
             return
         has_id = "id" in message
         rid = message.get("id")
         valid_id = isinstance(rid, str | int) and not isinstance(rid, bool)
         echo: RequestId | None = rid if valid_id else None
         if message.get("jsonrpc") != "2.0":
-            self._reject(echo, 'member "jsonrpc" must be exactly "2.0"')
+            self._reject(echo, 'member "jsonrpc" must be exactly "2.0"', sink)
             return
         if "method" not in message:
             if has_id and ("result" in message or "error" in message):
                 # A response; this server never sends requests, so there is nothing to match.
                 self._log(f"flow-mcp: ignored a response with id={rid!r}")
                 return
-            self._reject(echo, 'member "method" is missing')
+            self._reject(echo, 'member "method" is missing', sink)
             return
         method = message["method"]
         if not isinstance(method, str):
-            self._reject(echo, 'member "method" must be a string')
+            self._reject(echo, 'member "method" must be a string', sink)
             return
         params = message.get("params")
         if not has_id:
             self._notification(method, params)
             return
         if not valid_id:
-            self._reject(None, 'member "id" must be a string or an integer')
+            self._reject(None, 'member "id" must be a string or an integer', sink)
             return
         assert echo is not None
-        self._request(echo, method, message)
+        if sink is not None and method == "initialize":
+            self._reject(echo, "initialize must not be part of a batch", sink)
+            return
+        self._request(echo, method, message, sink)
 
-    def _reject(self, rid: RequestId | None, why: str) -> None:
-        self._send_error(rid, JsonRpcError(INVALID_REQUEST, f"Invalid Request: {why}"))
+    def _batch(self, items: list[Any]) -> None:
+        """A JSON-RPC batch (JSON-RPC 2.0 section 6; MCP 2025-03-26 only, see ``_eras``).
+
+        Each element is served in order as if it came alone; the answers (none for
+        notifications or cancelled requests) go back as one array, or nothing when there are
+        none. An empty batch is one ``-32600`` error.
+        """
+        why = batch_refusal(self.era, self.protocol_version)
+        if why is not None:
+            self._reject(None, why)
+            return
+        if not items:
+            self._reject(None, "an empty batch")
+            return
+        frames: list[bytes] = []
+        for item in items:
+            self.handle_message(item, frames.append)
+        self._log(f"flow-mcp: batch of {len(items)} message(s), {len(frames)} answer(s)")
+        if frames:
+            self.writer.send_bytes(b"[" + b",".join(frames) + b"]\n")
+
+    def _reject(self, rid: RequestId | None, why: str, sink: Sink | None = None) -> None:
+        self._send_error(rid, JsonRpcError(INVALID_REQUEST, f"Invalid Request: {why}"), sink)
         self._log(f"flow-mcp: invalid request id={rid!r} ({why})")
 
     def _notification(self, method: str, params: Any) -> None:
@@ -321,16 +335,18 @@ class Session:
             self._cancel(params)  # normally acted on by the reader thread (route)
         # Every other notification is ignored on purpose ("Basic > Messages > Notifications").
 
-    def _request(self, rid: RequestId, method: str, message: dict[str, Any]) -> None:
+    def _request(
+        self, rid: RequestId, method: str, message: dict[str, Any], sink: Sink | None = None
+    ) -> None:
         """Serve one request on the main thread, unless it was cancelled (then: no answer)."""
-        if not self._inflight.start(rid, method, work=_does_work(method, message)):
+        if not self._inflight.start(rid, method, work=does_work(method, message.get("params"))):
             if self._inflight.ended:
                 self._log(f"flow-mcp: {method} id={rid!r} dropped unrun (the client is gone)")
             else:
                 self._log(f"flow-mcp: {method} id={rid!r} cancelled before it started")
             return
         try:
-            self._execute(rid, method, message, drop=self._inflight.cancelled)
+            self._execute(rid, method, message, drop=self._inflight.cancelled, sink=sink)
         finally:
             self._inflight.finish()
 
@@ -341,6 +357,7 @@ class Session:
         message: dict[str, Any],
         *,
         drop: Callable[[], bool] = lambda: False,
+        sink: Sink | None = None,
     ) -> None:
         """Run one method and send its answer, unless ``drop()`` says the client cancelled it
         ("Basic > Utilities > Cancellation": no response for a cancelled request)."""
@@ -360,26 +377,22 @@ class Session:
         except JsonRpcError as err:
             outcome = f"error {err.code}"
             if not drop():
-                self._send_error(rid, err)
+                self._send_error(rid, err, sink)
         except Exception as err:
             outcome = f"error {INTERNAL_ERROR}"
             self._log("flow-mcp: internal error\n" + traceback.format_exc().rstrip())
             if not drop():
-                self._send_error(
-                    rid,
-                    JsonRpcError(
-                        INTERNAL_ERROR, f"Internal error: {type(err).__name__}: {err}"[:2000]
-                    ),
-                )
+                text = f"Internal error: {type(err).__name__}: {err}"[:2000]
+                self._send_error(rid, JsonRpcError(INTERNAL_ERROR, text), sink)
         else:
             if drop():
                 outcome = "cancelled (no response, as the client asked)"
             elif isinstance(result, PreEncoded):
-                self.writer.send_result_json(rid, result.data)
+                self._out(result_frame(rid, result.data), sink)
             else:
                 if result.get("isError") is True:
                     outcome = "isError"
-                self.writer.send({"jsonrpc": "2.0", "id": rid, "result": result})
+                self._out(encode({"jsonrpc": "2.0", "id": rid, "result": result})[:-1], sink)
         ms = (time.perf_counter() - start) * 1000.0
         self._log(f"flow-mcp: {method} id={rid!r} {ms:.2f}ms {outcome}")
 
@@ -416,99 +429,17 @@ class Session:
             raise JsonRpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         return handler, era == "modern"
 
-    def _send_error(self, rid: RequestId | None, err: JsonRpcError) -> None:
-        self.writer.send({"jsonrpc": "2.0", "id": rid, "error": err.to_dict()})
+    def _send_error(
+        self, rid: RequestId | None, err: JsonRpcError, sink: Sink | None = None
+    ) -> None:
+        self._out(encode({"jsonrpc": "2.0", "id": rid, "error": err.to_dict()})[:-1], sink)
 
-    # --------------------------------------------------------------- methods
-
-    def _require_ready(self, method: str) -> None:
-        if self.state == "ready":
-            return
-        first = (
-            "initialize, then notifications/initialized"
-            if self.state == "new"
-            else "notifications/initialized"
-        )
-        raise JsonRpcError(
-            INVALID_REQUEST,
-            f"Server not initialized: send {first} before {method}",
-            {"state": self.state},
-        )
-
-    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self.state != "new":
-            raise JsonRpcError(
-                INVALID_REQUEST, "Invalid Request: the session is already initialized"
-            )
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, str):
-            raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "protocolVersion" must be a string')
-        version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        self.protocol_version = version
-        self.client_info = params.get("clientInfo")
-        self.state = "initializing"
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": "flow", "title": "Flow", "version": self._server_version},
-        }
-        if self._instructions:
-            result["instructions"] = self._instructions
-        return result
-
-    def _ping(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {}
-
-    def _discover(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``server/discover`` (MCP 2026-07-28), as the official Python SDK 2.x answers it:
-        the per-request versions served, the capabilities and the instructions."""
-        raw = params.get("_meta")
-        meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        self.protocol_version = MODERN_PROTOCOL_VERSIONS[-1]
-        self.client_info = meta.get("io.modelcontextprotocol/clientInfo")
-        result: dict[str, Any] = {
-            "supportedVersions": list(reversed(MODERN_PROTOCOL_VERSIONS)),
-            "capabilities": {"tools": {"listChanged": False}},
-        }
-        if self._instructions:
-            result["instructions"] = self._instructions
-        return result
-
-    def _tools_list_modern(self, params: dict[str, Any]) -> PreEncoded:
-        self.prepare()
-        assert self._tools_list_modern_json is not None
-        return PreEncoded(self._tools_list_modern_json)
-
-    def _tools_call_modern(self, params: dict[str, Any]) -> dict[str, Any]:
-        return self._call(params)
-
-    def _tools_list(self, params: dict[str, Any]) -> PreEncoded:
-        self._require_ready("tools/list")
-        # The list never changes (capability tools.listChanged is false), so it is encoded once.
-        self.prepare()
-        assert self._tools_list_json is not None
-        return PreEncoded(self._tools_list_json)
-
-    def _tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        self._require_ready("tools/call")
-        return self._call(params)
-
-    def _call(self, params: dict[str, Any]) -> dict[str, Any]:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "name" must be a string')
-        arguments = params.get("arguments", {})
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, dict):
-            raise JsonRpcError(INVALID_PARAMS, 'Invalid params: "arguments" must be an object')
-        meta = params.get("_meta")
-        token: RequestId | None = None
-        if isinstance(meta, dict):
-            raw = meta.get("progressToken")
-            if isinstance(raw, str | int) and not isinstance(raw, bool):
-                token = raw
-        return self.handler.call_tool(name, arguments, token, stopped=self._inflight.stop_reason)
+    def _out(self, frame: bytes, sink: Sink | None) -> None:
+        """One answer (compact JSON without its newline): to the batch, else to the client."""
+        if sink is not None:
+            sink(frame)
+        else:
+            self.writer.send_bytes(frame + b"\n")
 
 
 __all__ = [
