@@ -265,7 +265,9 @@ def bench(session: nox.Session) -> None:
     (pip, so the cached llama-cpp-python wheel is reused) for Flow's share of wall time in a
     real run (``bench/bench_e2e.py``).
     """
-    _install_all(session, "mcp>=1.20", "pytest>=8", "ruff>=0.8", *_model_requirements())
+    _install_all(
+        session, "mcp>=1.20", "pytest>=8", "ruff>=0.8", str(TEST_SUPPORT), *_model_requirements()
+    )
     for script in sorted((ROOT / "bench").glob("bench_*.py")):
         session.run("python", str(script), *session.posargs)
 

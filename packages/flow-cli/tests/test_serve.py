@@ -86,3 +86,17 @@ def test_serve_takes_its_editor_timeout_range_from_flow_core() -> None:
     assert "is not between" in over.output
     under = runner.invoke(cli, ["serve", "--editor-timeout", f"{EDITOR_TIMEOUT_MIN / 2:g}"])
     assert under.exit_code == 2
+
+
+def test_serve_result_cap_matches_flow_mcp() -> None:
+    # `flow serve --max-result-chars` is flow-mcp's option: the same floor and default.
+    import click
+
+    from flow_cli._cli import cli
+    from flow_mcp._results import DEFAULT_MAX_RESULT_CHARS, MIN_MAX_RESULT_CHARS
+
+    serve = cli.commands["serve"]  # type: ignore[attr-defined]
+    (param,) = [p for p in serve.params if p.name == "max_result_chars"]
+    assert isinstance(param.type, click.IntRange)
+    assert param.type.min == MIN_MAX_RESULT_CHARS
+    assert f"default {DEFAULT_MAX_RESULT_CHARS}" in (param.help or "")

@@ -31,6 +31,11 @@ INIT_PARAMS = {
 }
 
 
+def without_diff(report: dict[str, Any]) -> dict[str, Any]:
+    """The report as a result's second text block carries it: everything but the diff."""
+    return {k: v for k, v in report.items() if k != "diff"}
+
+
 def hello_script(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     """A scripted model answering from what each request contains.
 

@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from flow_mcp_harness import DEADLINE_S, INIT_PARAMS, RawServer, ServerFactory, server_env
+from flow_mcp_harness import (
+    DEADLINE_S,
+    INIT_PARAMS,
+    RawServer,
+    ServerFactory,
+    server_env,
+    without_diff,
+)
 
 import flow_mcp
 
@@ -251,7 +258,7 @@ def test_argument_validation_failures_are_tool_errors(
     assert report["status"] == "error"
     assert report["errors"][0]["code"] == "invalid_arguments"
     assert needle in report["errors"][0]["message"]
-    assert json.loads(result["content"][0]["text"]) == report
+    assert json.loads(result["content"][1]["text"]) == without_diff(report)
     assert server.finish() == 0
 
 
@@ -265,9 +272,9 @@ def test_flow_status_over_the_wire(start_inproc: ServerFactory, workspace: Path)
     report = result["structuredContent"]
     assert report["kind"] == "status"
     assert result["isError"] is (not report["ok"])
-    assert len(result["content"]) == 1
-    assert result["content"][0]["type"] == "text"
-    assert json.loads(result["content"][0]["text"]) == report
+    assert [block["type"] for block in result["content"]] == ["text", "text"]
+    assert result["content"][0]["text"].startswith("flow status: ok")
+    assert json.loads(result["content"][1]["text"]) == without_diff(report)
     assert report["workspace"] == str(workspace)
     assert server.finish() == 0
 

@@ -174,18 +174,33 @@ def tui(ctx: click.Context, /, **values: str | bool | None) -> int:
     metavar="SECONDS",
     help="Editor request timeout in seconds ({min:g}-{max:g}, default {default:g}).",
 )
+@click.option(
+    "--max-result-chars",
+    "max_result_chars",
+    type=click.IntRange(min=4000),
+    default=None,
+    metavar="N",
+    help="Cap on one tool result in JSON characters; past it the diff is cut and the result "
+    "says `flow show RUN_ID --diff` (default 40000).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
     /,
     nvim: str | None,
     editor_timeout: float | None,
+    max_result_chars: int | None,
     **values: str | bool | None,
 ) -> int:
     """Serve flow_status, flow_run and flow_check over MCP stdio (delegates to flow-mcp)."""
     from flow_cli._serve import serve_mcp
 
-    return serve_mcp(collect(ctx, **values), nvim=nvim, editor_timeout=editor_timeout)
+    return serve_mcp(
+        collect(ctx, **values),
+        nvim=nvim,
+        editor_timeout=editor_timeout,
+        max_result_chars=max_result_chars,
+    )
 
 
 @cli.command()

@@ -11,7 +11,13 @@ from __future__ import annotations
 from flow_cli._options import CommonOptions
 
 
-def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | None) -> int:
+def serve_mcp(
+    opts: CommonOptions,
+    *,
+    nvim: str | None,
+    editor_timeout: float | None,
+    max_result_chars: int | None = None,
+) -> int:
     """Run the MCP server until EOF or a signal.
 
     Args:
@@ -19,6 +25,8 @@ def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | 
         nvim: Rose's private Neovim socket, or None for no editor bridge.
         editor_timeout: editor request timeout in seconds, within flow-core's
             ``EDITOR_TIMEOUT_MIN``-``EDITOR_TIMEOUT_MAX``; None: ``EDITOR_TIMEOUT_DEFAULT``.
+        max_result_chars: the cap on one tool result in JSON characters; None: flow-mcp's
+            default.
 
     Returns:
         flow-mcp's exit code.
@@ -26,6 +34,7 @@ def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | 
     import flow_mcp
     from flow_core import EDITOR_TIMEOUT_DEFAULT
 
+    extra = {} if max_result_chars is None else {"max_result_chars": max_result_chars}
     options = flow_mcp.ServerOptions(
         workspace=opts.workspace,
         config_file=opts.config,
@@ -33,5 +42,6 @@ def serve_mcp(opts: CommonOptions, *, nvim: str | None, editor_timeout: float | 
         model=opts.model,
         nvim_socket=nvim,
         editor_timeout=EDITOR_TIMEOUT_DEFAULT if editor_timeout is None else editor_timeout,
+        **extra,
     )
     return flow_mcp.serve(options)

@@ -33,7 +33,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from flow_core import (
     EDITOR_TIMEOUT_DEFAULT,
@@ -53,6 +53,7 @@ from flow_core import (
 )
 from flow_mcp.__about__ import __version__
 from flow_mcp._framing import MAX_FRAME_BYTES, DescriptorFrameReader, FrameWriter
+from flow_mcp._results import DEFAULT_MAX_RESULT_CHARS, MIN_MAX_RESULT_CHARS
 from flow_mcp._session import Session
 from flow_mcp._tools import FlowTools, ProgressRelay
 
@@ -83,6 +84,9 @@ class ServerOptions:
         editor_timeout: editor request timeout in seconds, within flow-core's
             ``EDITOR_TIMEOUT_MIN``-``EDITOR_TIMEOUT_MAX``.
         max_frame_bytes: the frame size limit in bytes.
+        max_result_chars: the cap on one tool result in JSON characters (at least
+            ``MIN_MAX_RESULT_CHARS``); past it the diff is cut and the result names
+            ``flow show RUN_ID --diff`` (flow-mcp README, "Results").
     """
 
     workspace: str | Path | None = None
@@ -92,6 +96,7 @@ class ServerOptions:
     nvim_socket: str | None = None
     editor_timeout: float = EDITOR_TIMEOUT_DEFAULT
     max_frame_bytes: int = MAX_FRAME_BYTES
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
 
 
 def _editor_timeout(text: str) -> float:
@@ -106,9 +111,27 @@ def _editor_timeout(text: str) -> float:
     return value
 
 
+def _result_chars(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < MIN_MAX_RESULT_CHARS:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_MAX_RESULT_CHARS} characters")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage error line ends with its code, like every Flow error line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} [usage_error]\n")
+
+
 def build_parser(prog: str = "flow-mcp") -> argparse.ArgumentParser:
     """The argparse parser for ``flow-mcp`` (``flow serve`` takes the same options)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
         description=(
             "Flow's MCP server over stdio: newline-delimited JSON-RPC 2.0 (MCP 2025-11-25) "
@@ -148,6 +171,17 @@ def build_parser(prog: str = "flow-mcp") -> argparse.ArgumentParser:
             f"(default: {EDITOR_TIMEOUT_DEFAULT:g})"
         ),
     )
+    parser.add_argument(
+        "--max-result-chars",
+        type=_result_chars,
+        default=DEFAULT_MAX_RESULT_CHARS,
+        metavar="N",
+        help=(
+            "cap on one tool result in JSON characters; past it the diff is cut and the result "
+            f"says `flow show RUN_ID --diff` (default: {DEFAULT_MAX_RESULT_CHARS}, "
+            f"at least {MIN_MAX_RESULT_CHARS})"
+        ),
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
@@ -166,6 +200,7 @@ def parse_options(argv: Sequence[str] | None = None) -> ServerOptions:
         model=ns.model,
         nvim_socket=ns.nvim_socket,
         editor_timeout=ns.editor_timeout,
+        max_result_chars=ns.max_result_chars,
     )
 
 
@@ -281,7 +316,13 @@ def run_server(
     if not EDITOR_TIMEOUT_MIN <= options.editor_timeout <= EDITOR_TIMEOUT_MAX:
         _err(
             f"--editor-timeout must be between {EDITOR_TIMEOUT_MIN} and "
-            f"{EDITOR_TIMEOUT_MAX:g} seconds, not {options.editor_timeout:g}"
+            f"{EDITOR_TIMEOUT_MAX:g} seconds, not {options.editor_timeout:g} [usage_error]"
+        )
+        return EXIT_USAGE
+    if options.max_result_chars < MIN_MAX_RESULT_CHARS:
+        _err(
+            f"--max-result-chars must be at least {MIN_MAX_RESULT_CHARS}, "
+            f"not {options.max_result_chars} [usage_error]"
         )
         return EXIT_USAGE
     try:
@@ -357,7 +398,13 @@ def _serve(
             _quietly("closing the editor bridge", bridge.close)
         return EXIT_USAGE
 
-    tools = FlowTools(runtime, workspace=workspace, trusted=options.trusted, progress=relay)
+    tools = FlowTools(
+        runtime,
+        workspace=workspace,
+        trusted=options.trusted,
+        progress=relay,
+        max_result_chars=options.max_result_chars,
+    )
     session = Session(tools, writer, server_version=__version__, instructions=INSTRUCTIONS)
     stop = _Stop(writer)
     session.stop_requested = lambda: stop.code is not None

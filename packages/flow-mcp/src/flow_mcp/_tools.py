@@ -4,8 +4,9 @@
 an ``inputSchema`` generated from the tool's pydantic arguments model (``_inputs``, which
 also validates each call; no extra properties), the report's JSON Schema as
 ``outputSchema`` and behaviour ``annotations``. Every result is a ``CallToolResult`` whose
-``structuredContent`` is a Flow report, whose single text block is that report serialised
-(for clients that ignore structured content) and whose ``isError`` is ``flow_core.is_error``
+``structuredContent`` is a Flow report (the only copy of its diff), whose two text blocks
+are a short summary and the report without its diff (for clients that ignore structured
+content), sized under a cap (``_results``), and whose ``isError`` is ``flow_core.is_error``
 (true exactly when the CLI would exit non-zero for that report).
 
 Where errors go ("Server Features > Tools > Error Handling"):
@@ -41,10 +42,10 @@ from flow_core import (
     FlowError,
     Report,
     error_report,
-    is_error,
     report_json_schema,
 )
 from flow_mcp._inputs import input_schema, validate_arguments
+from flow_mcp._results import DEFAULT_MAX_RESULT_CHARS, sized_result
 from flow_mcp._rpc import INVALID_PARAMS, JsonRpcError, RequestId
 
 #: The tool names, in the order ``tools/list`` gives them.
@@ -157,17 +158,15 @@ def tool_definitions() -> list[dict[str, Any]]:
     return copy.deepcopy(_definitions())
 
 
-def tool_result(report: Report) -> dict[str, Any]:
-    """A ``CallToolResult`` for one report: text block, structured content, ``isError``.
+def tool_result(report: Report, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> dict[str, Any]:
+    """A ``CallToolResult`` for one report, sized for a client (see ``_results``).
 
-    ``isError`` is ``flow_core.is_error``: true exactly when the CLI would exit non-zero for
-    the same report (the category of its error codes in flow-core's catalogue).
+    ``structuredContent`` is the report (the only copy of its diff, cut past ``max_chars``
+    JSON characters); ``content`` a summary and the report without its diff. ``isError`` is
+    ``flow_core.is_error``: true exactly when the CLI would exit non-zero for the same report
+    (the category of its error codes in flow-core's catalogue).
     """
-    return {
-        "content": [{"type": "text", "text": report.to_json()}],
-        "structuredContent": report.to_dict(),
-        "isError": is_error(report),
-    }
+    return sized_result(report, max_chars)
 
 
 def progress_message(event: Event) -> str:
@@ -257,6 +256,7 @@ class FlowTools:
         workspace: the workspace shown in error reports (absolute path), if known.
         trusted: whether the server runs with ``--trusted`` (shown in error reports).
         progress: the relay the runtime was built with, if any.
+        max_result_chars: the cap on one result, in JSON characters (``_results``).
     """
 
     def __init__(
@@ -266,8 +266,10 @@ class FlowTools:
         workspace: str | None = None,
         trusted: bool = False,
         progress: ProgressRelay | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.runtime = runtime
+        self.max_result_chars = max_result_chars
         self.workspace = workspace
         self.trusted = trusted
         self.progress = progress
@@ -337,7 +339,8 @@ class FlowTools:
         task = arguments.get("task") if isinstance(arguments.get("task"), str) else None
         problem = validate_arguments(name, arguments)
         if problem is not None:
-            return tool_result(self.error_report(kind, "invalid_arguments", problem, task=task))
+            report = self.error_report(kind, "invalid_arguments", problem, task=task)
+            return tool_result(report, self.max_result_chars)
         if self.progress is not None:
             self.progress.start(progress_token)
         with self._lock:
@@ -359,7 +362,7 @@ class FlowTools:
             reason = self._finish()
         if reason is not None and name != "flow_status":
             report = self._after_cancel(report, reason, rollback=name == "flow_run")
-        return tool_result(report)
+        return tool_result(report, self.max_result_chars)
 
     def _after_cancel(self, report: Report, reason: str, *, rollback: bool) -> Report:
         """Roll a cancelled run back and say so in its report (sent only after EOF)."""
