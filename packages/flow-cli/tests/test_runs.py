@@ -299,3 +299,37 @@ def test_show_cleans_terminal_escapes_on_a_tty_and_keeps_bytes_in_a_pipe(
     assert "step one" in child.before
     assert "\x1b]" not in child.before
     assert "\x07" not in child.before
+
+
+def test_runs_show_and_undo_work_from_any_folder(
+    env, h, tmp_path: Path, repo: Path, fake_ollama
+) -> None:
+    # The state folder lies inside the home folder, where the commands are typed.
+    env.vars["XDG_STATE_HOME"] = str(env.home / ".local" / "state")
+    fake = fake_ollama(scripted(BROKEN))
+    cfg = _config(h, tmp_path, repo, fake.url)
+    run_id = env.flow("run", "--trusted", "--config", str(cfg), "fix add").json()["run_id"]
+
+    from_home = env.flow("runs", "--json")  # cwd: the home folder, which holds the store
+    assert from_home.code == 0, from_home.stderr
+    assert [r["id"] for r in from_home.json()["runs"]] == [run_id]
+    assert "listing every workspace's runs" in from_home.stderr
+    assert run_id in env.flow("runs").stdout
+    (repo / "sub").mkdir()
+    for folder in (repo, repo / "sub"):  # the workspace, or a folder inside it, filters
+        listed = env.flow("runs", "--json", cwd=folder)
+        assert [r["id"] for r in listed.json()["runs"]] == [run_id]
+        assert "every workspace" not in listed.stderr
+    other = tmp_path / "other"
+    other.mkdir()
+    named = env.flow("runs", "--json", "--workspace", str(other))
+    assert named.json()["runs"] == []  # a named workspace filters strictly
+    assert env.flow("show", run_id, "--diff").stdout.count("-    return a + b") == 1
+    no_id = env.flow("show")
+    assert no_id.code == 2
+    assert no_id.stderr.rstrip().endswith("[run_not_found]")
+    assert "-    return a + b" in env.flow("show", "--diff", cwd=repo / "sub").stdout
+    undone = env.flow("undo", run_id)
+    assert undone.code == 0, undone.stderr
+    assert (repo / "calc.py").read_text() == ORIGINAL
+    assert not (repo / "notes.md").exists()

@@ -248,7 +248,9 @@ def runs(
 ) -> int:
     """List recorded runs, newest first: id, time, status, changed files, workspace, task.
 
-    Only this workspace's runs unless --all. The records live under
+    Works from any folder; the workspace only filters: the runs of --workspace (or the
+    config's workspace_dir), else of the workspace holding the current folder, else every
+    workspace's; --all lists every workspace's. The records live under
     $XDG_STATE_HOME/flow/runs (default ~/.local/state/flow/runs).
     """
     from flow_cli._runs import list_runs

@@ -39,11 +39,28 @@ def _exit_code(code: str) -> int:
 
 @dataclass
 class StoreContext:
-    """The store, the config when one loads, and the workspace "this workspace" means."""
+    """The store, the config when one loads, and the workspace that filters the runs.
+
+    ``explicit`` is True when ``--workspace`` or a config file named the workspace; otherwise
+    ``workspace`` is the current directory and filters only the runs whose workspace holds it.
+    """
 
     store: RunStore
     config: FlowConfig | None
     workspace: str
+    explicit: bool = True
+
+    def runs_here(self) -> list[RunInfo]:
+        """The runs of this workspace, newest first: exactly ``workspace``'s when it was
+        named, else those whose workspace is the current directory or holds it."""
+        if self.explicit:
+            return self.store.list(self.workspace)
+        return [i for i in self.store.list() if _holds(i.workspace, self.workspace)]
+
+
+def _holds(root: str, path: str) -> bool:
+    root, path = os.path.normpath(root), os.path.normpath(path)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def say(message: str) -> None:
@@ -55,27 +72,32 @@ def say(message: str) -> None:
 def open_context(opts: CommonOptions) -> StoreContext:
     """Load the config if one loads (its ``[runs]`` caps, its protected paths) and the store.
 
-    Without a loadable config the workspace is ``--workspace`` or the current directory and
-    the store uses its default caps.
+    These commands work from any folder: they read records (and undo/apply write the run's
+    own workspace), which gives no model anything, so the store is not refused for lying
+    inside the current directory (``flow run`` still refuses that: a run's model must not
+    reach its record). The workspace only filters: ``--workspace`` or the config's
+    ``workspace_dir``, else the current directory.
 
     Raises:
-        flow_core.store.StoreError: the store lies inside the workspace.
+        flow_core.store.StoreError: the store path is not absolute.
     """
     from flow_core import ConfigError, load_config
     from flow_core.config._runs import RunsConfig
-    from flow_core.store import RunStore
+    from flow_core.store import RunStore, default_store_root
 
     config: FlowConfig | None = None
     try:
         config = load_config(config_file=opts.config, workspace=opts.workspace).config
     except ConfigError:
         config = None
+    cwd = os.path.abspath(os.getcwd())
     if config is not None:
         workspace = str(config.workspace_dir)
     else:
-        workspace = os.path.abspath(opts.workspace or os.getcwd())
+        workspace = os.path.abspath(opts.workspace or cwd)
+    explicit = opts.workspace is not None or os.path.normpath(workspace) != cwd
     limits = config.runs if config is not None else RunsConfig()
-    return StoreContext(RunStore.for_workspace(workspace, limits), config, workspace)
+    return StoreContext(RunStore(default_store_root(), limits), config, workspace, explicit)
 
 
 def pick(ctx: StoreContext, run_id: str | None) -> RunInfo:
@@ -88,11 +110,11 @@ def pick(ctx: StoreContext, run_id: str | None) -> RunInfo:
 
     if run_id:
         return ctx.store.get(run_id)
-    latest = ctx.store.latest(ctx.workspace)
+    latest = next((i for i in ctx.runs_here() if i.kind == "run"), None)
     if latest is None:
         raise StoreError(
-            f"no run recorded for the workspace {ctx.workspace}; flow runs lists every "
-            "workspace's runs, or give a run id",
+            f"no run recorded for the workspace {ctx.workspace}; flow runs --all lists every "
+            "workspace's runs; give a run id",
             code="run_not_found",
         )
     return latest
@@ -150,7 +172,11 @@ def list_runs(opts: CommonOptions, *, as_json: bool, limit: int, everywhere: boo
     except StoreError as err:
         say(f"{err.message} [{err.code}]")
         return _exit_code(err.code)
-    infos = ctx.store.list(None if everywhere else ctx.workspace)
+    infos = ctx.store.list() if everywhere else ctx.runs_here()
+    if not infos and not everywhere and not ctx.explicit:
+        infos = ctx.store.list()
+        if infos:
+            say(f"no runs recorded for {ctx.workspace}; listing every workspace's runs")
     if limit > 0:
         infos = infos[:limit]
     rows = [info_json(i, changed_of(ctx, i)) for i in infos]
