@@ -129,8 +129,10 @@ TEXTS: dict[str, str] = {
         "  List recorded runs, newest first: id, time, status, changed files,\n"
         "  workspace, task.\n"
         "\n"
-        "  Only this workspace's runs unless --all. The records live under\n"
-        "  $XDG_STATE_HOME/flow/runs (default ~/.local/state/flow/runs).\n"
+        "  Works from any folder; the workspace only filters: the runs of --workspace\n"
+        "  (or the config's workspace_dir), else of the workspace holding the current\n"
+        "  folder, else every workspace's; --all lists every workspace's. The records\n"
+        "  live under $XDG_STATE_HOME/flow/runs (default ~/.local/state/flow/runs).\n"
         "\n"
         "Options:\n"
         "  --json                 One JSON object on stdout, not a table.\n"
@@ -162,6 +164,9 @@ TEXTS: dict[str, str] = {
         "                            bridge (needs flow-cli[editor]).\n"
         "  --editor-timeout SECONDS  Editor request timeout in seconds (0.1-660,\n"
         "                            default 120).\n"
+        "  --max-result-chars N      Cap on one tool result in JSON characters; past it\n"
+        "                            the diff is cut and the result says `flow show\n"
+        "                            RUN_ID --diff` (default 40000).  [x>=4000]\n"
         "  -h, --help                Show this message and exit.\n"
     ),
     "show": (
