@@ -7,8 +7,10 @@ secrets in its environment, a listener the test starts on 127.0.0.1 and a ``.git
 
 Each attack runs twice: with the default configuration (no ``[sandbox]`` table: the jail) it
 must be blocked, and with ``[sandbox] mode = "off"`` (the negative control) the very same
-attack must succeed, so a jail that does nothing fails this file. Every attack also leaves
-evidence in the workspace that it ran (``attack.log``), so "blocked" never means "did not run".
+attack must succeed, so a jail that does nothing fails this file. Every attack also prints
+evidence that it ran (pytest runs with ``-s``; the lines reach the check's output tail), so
+"blocked" never means "did not run". A jailed check runs on a private copy of the workspace,
+so nothing it writes there is evidence.
 
 Bounds: writes are capped (the big file at 200 MB), every command has a timeout, the listener
 accepts for a bounded time, and every process an attack leaves behind is found by a token in
@@ -129,11 +131,8 @@ PRELUDE = """\
 import os, socket, subprocess, sys
 from pathlib import Path
 
-LOG = Path("attack.log")
-
 def note(line):
-    with LOG.open("a") as fh:
-        fh.write(line + "\\n")
+    print("NOTE", line, flush=True)
 """
 
 ATTACKS: dict[str, str] = {
@@ -275,7 +274,7 @@ def attack(env, h, tmp_path: Path, workspace: Path, fake_ollama) -> Iterator[Any
             }
             consts = "".join(f"{k} = {v!r}\n" for k, v in values.items())
             fake = fake_ollama(_script(PRELUDE + consts + ATTACKS[name]))
-            pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+            pytest_argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
             checks = h.check_table("tests", [*pytest_argv, "test_attack.py"], timeout_ms=60_000)
             if mode is not None:
                 checks += f'\n[sandbox]\nmode = "{mode}"\n'
@@ -283,11 +282,11 @@ def attack(env, h, tmp_path: Path, workspace: Path, fake_ollama) -> Iterator[Any
                 tmp_path / "op.toml", workspace, base_url=fake.url, checks=checks
             )
             result = env.flow("--config", str(cfg), "run", "--trusted", "attack", timeout=120)
-        log_path = workspace / "attack.log"
+        report = result.json()
         return Outcome(
-            report=result.json(),
+            report=report,
             stdout=result.stdout,
-            log=log_path.read_text() if log_path.exists() else "",
+            log="".join(c["output_tail"] for c in report.get("checks", [])),
             received=bytes(lst.received),
             workspace=workspace,
             home=env.home,
@@ -358,12 +357,11 @@ def test_a_200_mb_file(attack, mode: str | None) -> None:
     _require_jail()
     out = attack("big_file", mode)
     _ran(out, mode is None)
-    size = (out.workspace / "big.bin").stat().st_size
     if mode == "off":
-        assert size == BIG_BYTES
+        assert (out.workspace / "big.bin").stat().st_size == BIG_BYTES
     else:
-        assert size <= 128 * 1024 * 1024, out.log  # the default file_size_mib
-        assert "stopped at" in out.log
+        assert "stopped at" in out.log  # the default file_size_mib, in its private copy
+        assert not (out.workspace / "big.bin").exists()
 
 
 @pytest.mark.parametrize("mode", MODES)

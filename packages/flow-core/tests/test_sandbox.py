@@ -114,7 +114,8 @@ def test_mount_order_keeps_a_workspace_under_tmp_visible(jail_ok: None, ws: Path
         real = os.path.realpath(ws)
         tmpfs_tmp = argv.index("/tmp", argv.index("--tmpfs"))
         bind = argv.index("--bind")
-        assert argv[bind + 1 : bind + 3] == [real, real]
+        assert argv[bind + 2] == real  # the private copy, in the workspace's place
+        assert not argv[bind + 1].startswith(real + "/")
         assert tmpfs_tmp < bind  # a later --tmpfs /tmp would hide the workspace
         git = argv.index(os.path.join(real, ".git"))
         assert argv[git - 1] == "--ro-bind-try"
@@ -122,7 +123,7 @@ def test_mount_order_keeps_a_workspace_under_tmp_visible(jail_ok: None, ws: Path
         assert os.path.join(real, ".mcp.json") in argv[bind:]
         for flag in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--new-session"):
             assert flag in argv
-        assert argv[argv.index("--") + 1 :] == [PY, "-V"]
+        assert argv[-2:] == [PY, "-V"]
     finally:
         jail.close()
 
@@ -172,10 +173,10 @@ def test_host_homes_and_tmp_are_hidden(
         "    print(p, os.path.exists(p))\nopen('inside.txt', 'w').write('ok')"
     )
     result = _run(_config(ws, code))
-    assert result.status == "passed", result.output_tail
+    assert result.status == "passed", result.output_tail  # its copy (under /tmp) is writable
     assert "credentials False" in result.output_tail
     assert "outside.txt False" in result.output_tail
-    assert (ws / "inside.txt").read_text() == "ok"  # the workspace (under /tmp) is writable
+    assert not (ws / "inside.txt").exists()  # nothing it writes reaches the user's tree
 
 
 def test_venv_outside_the_workspace_under_tmp(jail_ok: None, ws: Path, tmp_path: Path) -> None:
@@ -204,7 +205,8 @@ def test_venv_inside_the_workspace_is_read_only(jail_ok: None, ws: Path) -> None
     before = (venv / "bin" / "activate").read_text()
     result = _run(cfg)
     assert result.status == "failed"
-    assert "Read-only file system" in result.output_tail
+    # Read-only for Flow's own user; as root the check's user cannot write root's files.
+    assert any(w in result.output_tail for w in ("Read-only file system", "Permission denied"))
     assert (venv / "bin" / "activate").read_text() == before
 
 
@@ -223,7 +225,7 @@ def test_file_size_limit(jail_ok: None, ws: Path) -> None:
     )
     result = _run(_config(ws, code, file_size_mib=1))
     assert "refused 27" in result.output_tail  # EFBIG
-    assert (ws / "big").stat().st_size <= 1024 * 1024
+    assert not (ws / "big").exists()
 
 
 def test_process_count_holds_even_for_root(jail_ok: None, ws: Path) -> None:

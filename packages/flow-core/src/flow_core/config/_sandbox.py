@@ -15,6 +15,8 @@ Example (every key optional; these are the defaults)::
     address_space_mib = 8192
     open_files = 1024
     processes = 512
+    check_uid = 65533        # the check's user and group when Flow runs as root
+    check_gid = 65533
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ class SandboxConfig(BaseModel):
         processes: processes and threads alive at once in the jail (a ``pids`` cgroup, which
             also binds root; see the flow-core README for where it cannot be created).
 
+        check_uid / check_gid: when Flow runs as root, the unprivileged user and group a
+            jailed check runs as (default 65533, an id no distribution gives out); the private
+            copy of the workspace the check runs on is theirs. Not root: the check keeps
+            Flow's own ids and no capability.
+
     Core dumps are always disabled (``RLIMIT_CORE = 0``).
     """
 
@@ -74,6 +81,8 @@ class SandboxConfig(BaseModel):
     address_space_mib: int = Field(default=8192, ge=256)
     open_files: int = Field(default=1024, ge=64)
     processes: int = Field(default=512, ge=16)
+    check_uid: int = Field(default=65533, ge=1, le=4_294_967_294)
+    check_gid: int = Field(default=65533, ge=1, le=4_294_967_294)
 
     @field_validator("env", "readable", mode="before")
     @classmethod

@@ -312,6 +312,15 @@ def run_check(
         )
     except ConfigError as err:
         return _result(name, check, "refused", started=started, code=err.code, message=err.message)
+    except OSError as err:
+        return _result(
+            name,
+            check,
+            "error",
+            started=started,
+            code="check_error",
+            message=f"could not make the check's private copy of the workspace: {err}",
+        )
     try:
         return _start_and_wait(
             name, check, jail, started=started, cwd=cwd, owner=owner, should_stop=should_stop

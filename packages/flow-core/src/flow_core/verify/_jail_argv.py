@@ -2,20 +2,24 @@
 
 See ``flow_core.verify._sandbox`` for the jail as a whole. bubblewrap applies its mount
 options in order, so the order here is the rule: the read-only root, the private ``/tmp``,
-``/run`` and homes, the paths shown again from those, the private ``HOME``, the writable
-workspace, then the read-only binds over it.
+``/run`` and homes (and folders the check's user could not pass through), the paths shown
+again from those, the private ``HOME``, the private copy of the workspace at the workspace's
+path, then the read-only binds over it; the check's argv runs behind ``setpriv`` when Flow is
+root.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from flow_core.config._sandbox import SandboxConfig
 
-__all__ = ["JAIL_HOME", "TMP", "bwrap_argv", "jail_flags"]
+__all__ = ["JAIL_HOME", "TMP", "CheckUser", "bwrap_argv", "check_user", "jail_flags"]
 
 #: Where the jail's private ``HOME`` lives (on the jail's own ``/tmp`` tmpfs).
 JAIL_HOME = "/tmp/.flow-home"  # noqa: S108 - inside the jail, on its private tmpfs
@@ -23,12 +27,92 @@ JAIL_HOME = "/tmp/.flow-home"  # noqa: S108 - inside the jail, on its private tm
 TMP = "/tmp"  # noqa: S108 - a mount point inside the jail, not a file Flow writes
 
 
-def jail_flags(network: bool) -> list[str]:
+#: Where ``setpriv`` (util-linux) is looked for when it is not on ``PATH``.
+_SETPRIV_PLACES = ("/usr/bin/setpriv", "/bin/setpriv")
+
+
+@dataclass(frozen=True)
+class CheckUser:
+    """Who the check runs as (``docs/architecture.md``, "Sandbox": privilege).
+
+    Attributes:
+        uid / gid: the check's user and group on the host; ``None`` keeps Flow's own (Flow is
+            not root, so there is nothing to give up but capabilities).
+        setpriv: the ``setpriv`` program that switches to ``uid``/``gid`` inside the jail when
+            Flow is root, or None (not root, or not found: then ``missing`` says so).
+        missing: why Flow runs as root but the check cannot change its uid, or None.
+    """
+
+    uid: int | None
+    gid: int | None
+    setpriv: str | None
+    missing: str | None = None
+
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        """``(uid, gid)`` the private tree is given to, or None (Flow's own user)."""
+        if self.uid is None or self.gid is None or self.setpriv is None:
+            return None
+        return self.uid, self.gid
+
+    def bwrap_flags(self) -> list[str]:
+        """Capability and user-namespace flags for bubblewrap.
+
+        As root, the check's pid 1 keeps only the capabilities ``setpriv`` needs to become
+        ``uid`` and bubblewrap needs to enter the check's own (perhaps mode 0700) copy, all
+        dropped there; otherwise bubblewrap's own user namespace holds
+        no capability (``--cap-drop ALL``) and refuses nested user namespaces
+        (``--disable-userns``).
+        """
+        if self.owner is not None:
+            keep = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH")
+            return ["--cap-drop", "ALL", *(w for c in keep for w in ("--cap-add", c))]
+        if os.geteuid() == 0:
+            return ["--cap-drop", "ALL"]
+        return ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+
+    def prefix(self) -> list[str]:
+        """What runs before the check's argv inside the jail: the uid change, or nothing.
+
+        ``setpriv`` clears the supplementary groups, the inheritable and bounding capability
+        sets and sets ``no_new_privs``; changing from uid 0 clears the permitted, effective and
+        ambient sets (``capabilities(7)``).
+        """
+        if self.owner is None or self.setpriv is None:
+            return []
+        return [
+            self.setpriv,
+            f"--reuid={self.uid}",
+            f"--regid={self.gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
+
+
+def check_user(cfg: SandboxConfig, path_env: str) -> CheckUser:
+    """The check's user: ``sandbox.check_uid``/``check_gid`` when Flow is root, else Flow's."""
+    if os.geteuid() != 0:
+        return CheckUser(None, None, None)
+    found = shutil.which("setpriv", path=path_env)
+    setpriv = os.path.abspath(found) if found else None
+    if setpriv is None:
+        setpriv = next((p for p in _SETPRIV_PLACES if os.access(p, os.X_OK)), None)
+    if setpriv is None:
+        why = "setpriv was not found (install util-linux): the check runs as root without "
+        return CheckUser(None, None, None, why + "capabilities")
+    return CheckUser(cfg.check_uid, cfg.check_gid, setpriv)
+
+
+def jail_flags(network: bool, user: CheckUser | None = None) -> list[str]:
+    """Namespace, lifetime and privilege flags (``user`` None: those of Flow's own user)."""
     flags = ["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
     flags.append("--unshare-uts")
     if not network:
         flags.append("--unshare-net")
-    return flags
+    return flags + (user or CheckUser(None, None, None)).bwrap_flags()
 
 
 def _under(path: str, root: str) -> bool:
@@ -131,26 +215,81 @@ def bwrap_argv(
     info_fd: int,
     block_fd: int,
     writable: Sequence[str] = (),
+    user: CheckUser | None = None,
+    tree: str | None = None,
 ) -> list[str]:
-    """The whole bubblewrap command line (mount order matters: see the module docstring)."""
-    hidden = [TMP, "/run", *(h for h in _homes(environ) if not _under(h, TMP))]
-    out = [bwrap, *jail_flags(cfg.network), "--info-fd", str(info_fd), "--block-fd", str(block_fd)]
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    for place in hidden:
-        out += ["--tmpfs", place]
+    """The whole bubblewrap command line (mount order matters: see the module docstring).
+
+    ``tree`` (a private copy of the workspace, ``verify/_tree.py``) is bound at the
+    workspace's path in its place; ``protected`` paths are then bound read-only from the
+    workspace itself. ``user`` decides the privilege flags and the ``setpriv`` prefix.
+    """
+    who = user or CheckUser(None, None, None)
     needed = _needed(argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
+    needed += [who.setpriv] if who.setpriv else []
     if cfg.network:
         needed.append("/run/systemd/resolve")  # where /etc/resolv.conf often points
+    hidden = [TMP, "/run", *(h for h in _homes(environ) if not _under(h, TMP))]
+    if who.owner is not None:
+        hidden += _closed_folders([workspace, *needed, *writable], hidden)
+    out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(info_fd)]
+    out += ["--block-fd", str(block_fd), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for place in hidden:
+        out += ["--perms", "1777", "--tmpfs", place] if place == TMP else ["--tmpfs", place]
     shown: list[str] = []
+    made: set[str] = set()
     for path in sorted(dict.fromkeys(os.path.normpath(p) for p in needed), key=len):
         inside_hidden = any(_under(path, h) for h in hidden)
         if inside_hidden and not any(_under(path, s) for s in shown) and os.path.exists(path):
             shown.append(path)
-            out += ["--ro-bind-try", path, path]
-    out += ["--dir", JAIL_HOME, "--bind", workspace, workspace]
+            out += [*_open_parents(path, hidden, made), "--ro-bind-try", path, path]
+    out += ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, hidden, made)]
+    out += ["--bind", tree or workspace, workspace]
     for folder in writable:  # the check's private results folder (run/_evidence.py)
-        out += ["--bind", folder, folder]
-    return [*out, *_read_only_binds(workspace, protected), "--chdir", workspace, "--", *argv]
+        out += [*_open_parents(folder, hidden, made), "--bind", folder, folder]
+    out += _read_only_binds(workspace, protected)
+    return [*out, "--chdir", workspace, "--", *who.prefix(), *argv]
+
+
+def _closed_folders(paths: Sequence[str], hidden: Sequence[str]) -> list[str]:
+    """The topmost folders above ``paths`` that only their owner (root) may pass through.
+
+    The check's user could not reach what lies below them, so the jail hides them behind a
+    tmpfs like a home directory and binds the needed paths back.
+    """
+    out: list[str] = []
+    for path in paths:
+        here = "/"
+        for part in os.path.normpath(path).split("/")[1:-1]:
+            here = os.path.join(here, part)
+            if any(_under(here, h) for h in (*hidden, *out)):
+                break
+            try:
+                closed = not os.stat(here).st_mode & 0o001
+            except OSError:
+                break
+            if closed:
+                out.append(here)
+                break
+    return out
+
+
+def _open_parents(path: str, hidden: Sequence[str], made: set[str]) -> list[str]:
+    """``--perms 0755 --dir`` for each folder between a hidden place and ``path``.
+
+    bubblewrap would make them itself, but only its owner could pass through them.
+    """
+    top = next((h for h in hidden if _under(path, h)), None)
+    if top is None or path == top:
+        return []
+    out: list[str] = []
+    here = top
+    for part in os.path.relpath(path, top).split("/")[:-1]:
+        here = os.path.join(here, part)
+        if here not in made:
+            made.add(here)
+            out += ["--perms", "0755", "--dir", here]
+    return out
 
 
 def _read_only_binds(workspace: str, protected: Sequence[str]) -> list[str]:

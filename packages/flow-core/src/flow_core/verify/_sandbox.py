@@ -15,9 +15,14 @@ what ``run_check`` starts, according to ``[sandbox]`` (``flow_core.config._sandb
    virtualenv and the Python it was made from, ``bin/`` and ``lib*/`` of the prefix an
    executable lives in, a script's ``#!`` interpreter, ``PATH`` entries, and
    ``sandbox.readable``;
-4. ``--bind`` the workspace read-write (after ``--tmpfs /tmp``, so a workspace under ``/tmp``
-   stays visible), then ``--ro-bind`` over it ``.git`` and every protected path (operator
-   config, the checks' programs and virtualenvs, launcher files) that exists.
+4. ``--bind`` a private copy of the workspace (``verify/_tree.py``, owned by the check's user,
+   removed afterwards) at the workspace's path (after ``--tmpfs /tmp``, so a workspace under
+   ``/tmp`` stays visible), then ``--ro-bind`` over it, from the workspace, ``.git``, the
+   virtualenvs and dependency folders, and every protected path that exists.
+
+Privilege (``_jail_argv.CheckUser``): as root the check runs as ``sandbox.check_uid`` and
+``check_gid`` through ``setpriv`` inside the jail, with no capability and ``no_new_privs``;
+as another user bubblewrap's user namespace keeps no capability and refuses nested ones.
 
 Namespaces: ``--unshare-pid --unshare-ipc --unshare-uts``, and ``--unshare-net`` unless
 ``sandbox.network``; ``--die-with-parent`` and ``--new-session``. The check's process group
@@ -58,7 +63,15 @@ from pathlib import Path
 from flow_core._errors import ConfigError
 from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
-from flow_core.verify._jail_argv import JAIL_HOME, TMP, bwrap_argv, jail_flags
+from flow_core.verify._jail_argv import (
+    JAIL_HOME,
+    TMP,
+    CheckUser,
+    bwrap_argv,
+    check_user,
+    jail_flags,
+)
+from flow_core.verify._tree import build_tree, plan_workspace
 
 __all__ = [
     "BWRAP_PACKAGE",
@@ -89,15 +102,16 @@ class Probe:
     reason: str | None
 
 
-_PROBES: dict[str, Probe] = {}
+_PROBES: dict[tuple[str, CheckUser | None], Probe] = {}
 _PROBE_LOCK = threading.Lock()
 
 
-def probe_bwrap(path_env: str | None = None) -> Probe:
+def probe_bwrap(path_env: str | None = None, user: CheckUser | None = None) -> Probe:
     """Find ``bwrap`` on ``PATH`` and run ``true`` in a jail like a check's (once per path).
 
     Args:
         path_env: the ``PATH`` to search (default: Flow's own).
+        user: who the check runs as (``check_user``); None: Flow's own user.
 
     Returns:
         A ``Probe``; ``reason`` names what failed and the package to install. Never raises.
@@ -113,11 +127,11 @@ def probe_bwrap(path_env: str | None = None) -> Probe:
         )
     exe = os.path.abspath(exe)
     with _PROBE_LOCK:
-        if exe in _PROBES:
-            return _PROBES[exe]
+        if (exe, user) in _PROBES:
+            return _PROBES[exe, user]
         true = shutil.which("true", path=search) or "/bin/true"
-        argv = [exe, *jail_flags(False), "--ro-bind", "/", "/", "--dev", "/dev"]
-        argv += ["--proc", "/proc", "--tmpfs", TMP, "--", true]
+        argv = [exe, *jail_flags(False, user), "--ro-bind", "/", "/", "--dev", "/dev"]
+        argv += ["--proc", "/proc", "--tmpfs", TMP, "--", *(user.prefix() if user else []), true]
         try:
             done = subprocess.run(
                 argv,
@@ -141,7 +155,7 @@ def probe_bwrap(path_env: str | None = None) -> Probe:
                     f"{said[-1] if said else 'no message'}); user or mount namespaces may be "
                     "disabled (e.g. in a container without CAP_SYS_ADMIN)",
                 )
-        _PROBES[exe] = probe
+        _PROBES[exe, user] = probe
         return probe
 
 
@@ -277,7 +291,8 @@ class Jail:
 
 def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxStatus:
     """What ``flow status`` reports under ``sandbox`` (runs the bubblewrap probe once)."""
-    probe = probe_bwrap(path_env)
+    user = check_user(cfg, _search_path(path_env))
+    probe = probe_bwrap(path_env, user)
     runs_as: SandboxKind = "bwrap" if probe.usable and cfg.mode != "off" else "none"
     reason = probe.reason
     if cfg.mode == "off":
@@ -288,8 +303,9 @@ def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxSt
         reason = f'sandbox.mode = "bwrap" but {probe.reason}; checks are refused'
     else:
         parent, why = _pids_cgroup_parent()
-        if parent is None:
-            reason = "process count not enforced: " + why
+        notes = [user.missing] if user.missing else []
+        notes += [] if parent is not None else ["process count not enforced: " + why]
+        reason = "; ".join(notes) or None
     return SandboxStatus(
         mode=cfg.mode, usable=probe.usable, runs_as=runs_as, network=cfg.network, reason=reason
     )
@@ -303,13 +319,17 @@ def require_sandbox(cfg: SandboxConfig, path_env: str | None = None) -> None:
     """
     if cfg.mode != "bwrap":
         return
-    probe = probe_bwrap(path_env)
+    probe = probe_bwrap(path_env, check_user(cfg, _search_path(path_env)))
     if not probe.usable:
         raise ConfigError(
             f'sandbox.mode = "bwrap" but {probe.reason}; fix: install the {BWRAP_PACKAGE!r} '
             'package, or set sandbox.mode = "auto" to run checks unjailed when it is missing',
             code="sandbox_unavailable",
         )
+
+
+def _search_path(path_env: str | None) -> str:
+    return path_env if path_env is not None else os.environ.get("PATH", os.defpath)
 
 
 def _limit_values(cfg: SandboxConfig) -> list[tuple[int, int]]:
@@ -387,31 +407,18 @@ def prepare_jail(
         why = 'sandbox.mode = "off"' if cfg is not None else "run without a [sandbox] config"
         return Jail("none", why, list(argv), executable)
     require_sandbox(cfg, env_in.get("PATH"))
-    probe = probe_bwrap(env_in.get("PATH"))
-    ws = os.path.realpath(workspace)
+    user = check_user(cfg, _search_path(env_in.get("PATH")))
+    probe = probe_bwrap(env_in.get("PATH"), user)
     if probe.usable and probe.bwrap is not None:
-        read_fd, write_fd = os.pipe()
-        block_r, block_w = os.pipe()
-        cmd = bwrap_argv(
+        jail = _bwrap_jail(
             probe.bwrap,
             cfg,
-            workspace=ws,
-            protected=protected,
+            user,
             argv=[executable, *argv[1:]],
+            workspace=os.path.realpath(workspace),
+            protected=protected,
             environ=env_in,
-            info_fd=write_fd,
-            block_fd=block_r,
             writable=[os.path.realpath(w) for w in writable],
-        )
-        jail = Jail(
-            "bwrap",
-            None,
-            cmd,
-            probe.bwrap,
-            env=_clean_env(cfg, env_in, JAIL_HOME),
-            pass_fds=(write_fd, block_r),
-            info_fd=read_fd,
-            block_fd=block_w,
         )
     else:
         private = tempfile.mkdtemp(prefix="flow-check-")
@@ -434,6 +441,61 @@ def prepare_jail(
     if unenforced is not None:
         note = f"process count not enforced: {unenforced}"
         jail.reason = note if jail.reason is None else f"{jail.reason}; {note}"
+    return jail
+
+
+def _bwrap_jail(
+    bwrap: str,
+    cfg: SandboxConfig,
+    user: CheckUser,
+    *,
+    argv: list[str],
+    workspace: str,
+    protected: Sequence[str],
+    environ: Mapping[str, str],
+    writable: list[str],
+) -> Jail:
+    """A bubblewrap jail on a private copy of ``workspace`` owned by the check's user.
+
+    Raises:
+        OSError: the private copy could not be made (nothing is left behind).
+    """
+    plan = plan_workspace(workspace)
+    tree = build_tree(workspace, plan.files, owner=user.owner, mount_points=plan.read_only)
+    try:
+        owner = user.owner
+        for folder in writable:
+            if owner is not None:
+                os.chown(folder, owner[0], owner[1])  # the results folder: the check writes
+        read_fd, write_fd = os.pipe()
+        block_r, block_w = os.pipe()
+    except BaseException:
+        tree.close()
+        raise
+    cmd = bwrap_argv(
+        bwrap,
+        cfg,
+        workspace=workspace,
+        protected=[*plan.read_only, *protected],
+        argv=argv,
+        environ=environ,
+        info_fd=write_fd,
+        block_fd=block_r,
+        writable=writable,
+        user=user,
+        tree=tree.root,
+    )
+    jail = Jail(
+        "bwrap",
+        user.missing,
+        cmd,
+        bwrap,
+        env=_clean_env(cfg, environ, JAIL_HOME),
+        pass_fds=(write_fd, block_r),
+        info_fd=read_fd,
+        block_fd=block_w,
+    )
+    jail._cleanups.append(tree.close)
     return jail
 
 

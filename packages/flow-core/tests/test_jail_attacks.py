@@ -1,0 +1,162 @@
+"""Attacks on the check jail, each with its negative control (``docs/architecture.md``, "Sandbox").
+
+Every attack is test code a model could write, run as an operator's check. Each one is first
+shown to work with ``[sandbox] mode = "off"`` (so the test proves something), then shown to
+fail in the default jail. Attacks that need root to mean anything (capabilities, files only
+root may read) skip their control when Flow is not root.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flow_core import FlowConfig
+from flow_core.verify._checks import run_check
+from flow_core.verify._sandbox import probe_bwrap
+
+PY = sys.executable
+ROOT = os.geteuid() == 0
+
+
+@pytest.fixture
+def jail_ok() -> None:
+    probe = probe_bwrap()
+    if probe.usable:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"bubblewrap must be usable in CI: {probe.reason}")
+    pytest.skip(f"bubblewrap is unusable here: {probe.reason}")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    (path / "mod.py").write_text("x = 1\n")
+    return path
+
+
+def _attack(ws: Path, code: str, *, mode: str = "auto", **sandbox: Any) -> str:
+    """Run ``code`` as a Python check; return its output (status and output tail)."""
+    cfg = FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 30_000}},
+            "sandbox": {"mode": mode, **sandbox},
+        }
+    )
+    result = run_check(
+        "t", cfg.checks["t"], cwd=cfg.workspace_dir, sandbox=cfg.sandbox, protected=cfg.protected
+    )
+    if mode != "off":
+        assert result.sandbox == "bwrap", result.sandbox_reason
+    return f"{result.status}\n{result.output_tail}"
+
+
+# -- privilege ---------------------------------------------------------------------------------
+
+_CAPS = (
+    "import re\ntext = open('/proc/self/status').read()\n"
+    "print('CapEff', int(re.search(r'CapEff:\\s*(\\w+)', text).group(1), 16))\n"
+    "print('CapBnd', int(re.search(r'CapBnd:\\s*(\\w+)', text).group(1), 16))\n"
+    "print('NoNewPrivs', re.search(r'NoNewPrivs:\\s*(\\d)', text).group(1))"
+)
+
+
+def test_no_capability_and_no_new_privileges(jail_ok: None, ws: Path) -> None:
+    if ROOT:
+        assert "CapEff 0\n" not in _attack(ws, _CAPS, mode="off")
+    out = _attack(ws, _CAPS)
+    assert "CapEff 0\n" in out
+    assert "CapBnd 0\n" in out
+    assert "NoNewPrivs 1" in out
+
+
+_UID = "import os\nprint('ids', os.getuid(), os.geteuid(), os.getgid(), os.getgroups())"
+
+
+@pytest.mark.skipif(not ROOT, reason="the uid change applies when Flow runs as root")
+def test_root_runs_the_check_as_the_unprivileged_check_user(jail_ok: None, ws: Path) -> None:
+    assert "ids 0 0 0" in _attack(ws, _UID, mode="off")
+    assert "ids 65533 65533 65533 []" in _attack(ws, _UID)
+    assert "ids 4242 4242 4343 []" in _attack(ws, _UID, check_uid=4242, check_gid=4343)
+
+
+_READ = (
+    "import sys\nfor p in sys.argv[1:] or PATHS:\n    try:\n"
+    "        print('read', p, open(p).read(40).strip()[:8] or 'empty')\n"
+    "    except OSError as err:\n        print('refused', p, err.strerror)"
+)
+
+
+@pytest.mark.skipif(not ROOT, reason="files only root may read matter when Flow is root")
+def test_files_only_root_may_read_stay_unread(jail_ok: None, ws: Path, tmp_path: Path) -> None:
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    shelf.chmod(0o755)
+    secret = shelf / "token"
+    secret.write_text("sk-" + secrets.token_hex(8))
+    secret.chmod(0o600)
+    paths = [str(secret), *(p for p in ("/etc/shadow", "/etc/gshadow") if os.path.exists(p))]
+    code = f"PATHS = {paths!r}\n{_READ}"
+    off = _attack(ws, code, mode="off", readable=[str(shelf)])
+    assert f"read {secret} sk-" in off
+    jailed = _attack(ws, code, readable=[str(shelf)])
+    for path in paths:
+        assert f"refused {path}" in jailed
+
+
+_SETUID = (
+    "import os, shutil\nshutil.copy('/bin/sh', 'rootsh')\nos.chmod('rootsh', 0o4755)\n"
+    "print('mode', oct(os.stat('rootsh').st_mode), os.stat('rootsh').st_uid)"
+)
+
+
+def _set_id_files(root: Path) -> list[Path]:
+    found = []
+    for path in root.rglob("*"):
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode) and st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+            found.append(path)
+    return found
+
+
+def test_no_setuid_file_outlives_the_check(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _SETUID, mode="off")
+    assert "mode 0o104755" in off
+    assert _set_id_files(ws) == [ws / "rootsh"]
+    (ws / "rootsh").unlink()
+    jailed = _attack(ws, _SETUID)
+    assert "passed" in jailed  # it may make one in its private copy...
+    assert _set_id_files(ws) == []  # ...which is gone with the check
+
+
+# -- what a check writes ----------------------------------------------------------------------
+
+_LITTER = (
+    "import os\nos.makedirs('.git/hooks', exist_ok=True)\n"
+    "for p in ('.git/hooks/pre-commit', 'cache/.keep', 'mod.py', '.venv/bin/x'):\n"
+    "    try:\n        os.makedirs(os.path.dirname(p) or '.', exist_ok=True)\n"
+    "        open(p, 'w').write('owned')\n        print('wrote', p)\n"
+    "    except OSError as err:\n        print('refused', p, err.strerror)"
+)
+
+
+def test_nothing_written_reaches_the_users_tree(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _LITTER, mode="off")
+    assert "wrote mod.py" in off
+    assert (ws / ".git" / "hooks" / "pre-commit").exists()
+    for path in sorted(ws.rglob("*"), reverse=True):
+        path.unlink() if not path.is_dir() else path.rmdir()
+    (ws / "mod.py").write_text("x = 1\n")
+    jailed = _attack(ws, _LITTER)
+    assert "wrote mod.py" in jailed  # it ran, on its own copy
+    assert sorted(p.name for p in ws.iterdir()) == ["mod.py"]
+    assert (ws / "mod.py").read_text() == "x = 1\n"
