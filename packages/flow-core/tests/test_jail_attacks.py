@@ -160,3 +160,65 @@ def test_nothing_written_reaches_the_users_tree(jail_ok: None, ws: Path) -> None
     assert "wrote mod.py" in jailed  # it ran, on its own copy
     assert sorted(p.name for p in ws.iterdir()) == ["mod.py"]
     assert (ws / "mod.py").read_text() == "x = 1\n"
+
+
+# -- system calls (the seccomp filter) --------------------------------------------------------
+
+_CALLS = """
+import ctypes, os, platform, signal, socket, time
+libc = ctypes.CDLL(None, use_errno=True)
+def report(name, rc):
+    print(name, 'ok' if rc >= 0 else 'errno', 0 if rc >= 0 else ctypes.get_errno(), flush=True)
+buf = ctypes.create_string_buffer(8)
+class IOV(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+local, remote = IOV(ctypes.addressof(buf), 8), IOV(ctypes.addressof(buf), 8)
+libc.process_vm_readv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_ulong,
+                                  ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+report('process_vm_readv', libc.process_vm_readv(os.getpid(), ctypes.byref(local), 1,
+                                                 ctypes.byref(remote), 1, 0))
+child = os.fork()
+if child == 0:
+    time.sleep(30)
+    os._exit(0)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+report('ptrace', libc.ptrace(16, child, None, None))
+os.kill(child, signal.SIGKILL)
+os.waitpid(child, 0)
+keyctl = {'x86_64': 250, 'aarch64': 219}.get(platform.machine())
+if keyctl:
+    report('keyctl', libc.syscall(keyctl, 0, -3))  # KEYCTL_GET_KEYRING_ID, the session ring
+try:
+    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0).close()
+    print('netlink ok 0')
+except OSError as err:
+    print('netlink errno', err.errno)
+report('unshare', libc.unshare(0x10000000))  # CLONE_NEWUSER, in this process
+"""
+
+
+def test_system_calls_an_escape_needs_are_refused(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _CALLS, mode="off")
+    ran = [line.split()[0] for line in off.splitlines() if line.endswith(" ok 0")]
+    for name in ("process_vm_readv", "ptrace", "netlink"):
+        assert name in ran, off
+    jailed = _attack(ws, _CALLS)
+    for name in ran:
+        assert f"{name} errno" in jailed, jailed
+    assert "unshare errno 1" in jailed
+
+
+_USERNS = (
+    "import subprocess\nprint('unshare rc', subprocess.run(['unshare', '-Ur', 'true']).returncode)"
+)
+
+
+def test_no_user_namespace_inside(jail_ok: None, ws: Path) -> None:
+    if not any(os.access(os.path.join(d, "unshare"), os.X_OK) for d in ("/usr/bin", "/bin")):
+        pytest.skip("util-linux's unshare is not installed")
+    off = _attack(ws, _USERNS, mode="off")
+    if "unshare rc 0" not in off:
+        pytest.skip(f"user namespaces are refused on this host even without a jail: {off}")
+    jailed = _attack(ws, _USERNS)
+    assert "unshare rc " in jailed
+    assert "unshare rc 0" not in jailed

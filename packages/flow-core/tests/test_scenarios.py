@@ -360,11 +360,12 @@ def test_file_rewritten_by_a_check_is_not_verified(
     ws: Path, flow_config: Callable[..., FlowConfig]
 ) -> None:
     """Verification starts before the checks run: a check that rewrites an edited file (a
-    formatter, say) changes what was judged, so the run is not verified."""
+    formatter, say) changes what was judged, so the run is not verified. Only an unjailed
+    check can: a jailed one runs on a private copy (test_jail_attacks.py)."""
     rewrite = "import pathlib; p = pathlib.Path('app.py'); p.write_text(p.read_text() + '# fmt\\n')"
     fmt = {"cmd": [PY, "-c", rewrite], "kind": "check", "required": False}
     rt, _ = runtime(
-        flow_config({**CHECKS, "fmt": fmt}, agent={"max_cycles": 1}),
+        flow_config({**CHECKS, "fmt": fmt}, agent={"max_cycles": 1}, sandbox={"mode": "off"}),
         [PLAN, edit("x = 1", "x = 2"), text("done"), review(True)],
     )
     report = rt.run("t")

@@ -217,12 +217,14 @@ def bwrap_argv(
     writable: Sequence[str] = (),
     user: CheckUser | None = None,
     tree: str | None = None,
+    seccomp_fd: int = -1,
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring).
 
     ``tree`` (a private copy of the workspace, ``verify/_tree.py``) is bound at the
     workspace's path in its place; ``protected`` paths are then bound read-only from the
-    workspace itself. ``user`` decides the privilege flags and the ``setpriv`` prefix.
+    workspace itself. ``user`` decides the privilege flags and the ``setpriv`` prefix;
+    ``seccomp_fd`` (``verify/_seccomp.py``), when not -1, is passed as ``--seccomp``.
     """
     who = user or CheckUser(None, None, None)
     needed = _needed(argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
@@ -233,6 +235,7 @@ def bwrap_argv(
     if who.owner is not None:
         hidden += _closed_folders([workspace, *needed, *writable], hidden)
     out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(info_fd)]
+    out += ["--seccomp", str(seccomp_fd)] if seccomp_fd >= 0 else []
     out += ["--block-fd", str(block_fd), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for place in hidden:
         out += ["--perms", "1777", "--tmpfs", place] if place == TMP else ["--tmpfs", place]

@@ -71,6 +71,7 @@ from flow_core.verify._jail_argv import (
     check_user,
     jail_flags,
 )
+from flow_core.verify._seccomp import seccomp_fd, seccomp_program
 from flow_core.verify._tree import build_tree, plan_workspace
 
 __all__ = [
@@ -304,6 +305,8 @@ def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxSt
     else:
         parent, why = _pids_cgroup_parent()
         notes = [user.missing] if user.missing else []
+        no_filter = seccomp_program(cfg.network)[1]
+        notes += [f"warning: no seccomp filter: {no_filter}"] if no_filter else []
         notes += [] if parent is not None else ["process count not enforced: " + why]
         reason = "; ".join(notes) or None
     return SandboxStatus(
@@ -467,6 +470,8 @@ def _bwrap_jail(
         for folder in writable:
             if owner is not None:
                 os.chown(folder, owner[0], owner[1])  # the results folder: the check writes
+        program, no_filter = seccomp_program(cfg.network)
+        filter_fd = seccomp_fd(program) if program is not None else -1
         read_fd, write_fd = os.pipe()
         block_r, block_w = os.pipe()
     except BaseException:
@@ -484,14 +489,17 @@ def _bwrap_jail(
         writable=writable,
         user=user,
         tree=tree.root,
+        seccomp_fd=filter_fd,
     )
+    notes = [user.missing] if user.missing else []
+    notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
     jail = Jail(
         "bwrap",
-        user.missing,
+        "; ".join(notes) or None,
         cmd,
         bwrap,
         env=_clean_env(cfg, environ, JAIL_HOME),
-        pass_fds=(write_fd, block_r),
+        pass_fds=(write_fd, block_r, *([filter_fd] if filter_fd >= 0 else [])),
         info_fd=read_fd,
         block_fd=block_w,
     )
