@@ -378,6 +378,26 @@ def test_file_rewritten_by_a_check_is_not_verified(
     assert any("app.py changed" in r for r in report.verification.reasons)
 
 
+def test_a_git_folder_appearing_during_the_run_is_not_verified(
+    ws: Path, flow_config: Callable[..., FlowConfig]
+) -> None:
+    """A ``.git`` made during a run (here by an unjailed check) is an outside change: its hooks
+    and configuration would steer a later git, so the run is not verified."""
+    plant = "import os; os.makedirs('.git/hooks', exist_ok=True)"
+    fmt = {"cmd": [PY, "-c", plant], "kind": "check", "required": False}
+    rt, _ = runtime(
+        flow_config({**CHECKS, "plant": fmt}, agent={"max_cycles": 1}, sandbox={"mode": "off"}),
+        [PLAN, edit("x = 1", "x = 2"), text("done"), review(True)],
+    )
+    report = rt.run("t")
+    consistent(report)
+    assert (ws / ".git" / "hooks").is_dir()
+    assert report.status == "unverified"
+    assert report.verification is not None
+    assert not report.verification.conditions.unchanged
+    assert any(r.startswith(".git changed outside") for r in report.verification.reasons)
+
+
 def test_tool_budget_exhausted(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
     rt, _ = runtime(
         flow_config(CHECKS, agent={"max_tool_calls": 2, "max_cycles": 2}),

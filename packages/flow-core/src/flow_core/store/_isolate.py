@@ -4,8 +4,9 @@ For a git workspace the tree is a linked worktree (``git worktree add --detach``
 inside the run's record folder; the user's uncommitted state is then copied over it (modified
 and untracked, not ignored, files; deleted files are deleted), so the run starts from exactly
 what the user sees. Ignored files (``.venv``, build outputs) are not copied: checks keep using
-the executables resolved in the real workspace. Git runs with hooks disabled
-(``core.hooksPath=/dev/null``): a ``post-checkout`` hook is project code nobody approved.
+the executables resolved in the real workspace. Git runs hardened (``flow_core/_git.py``: no
+hook, fsmonitor, filter, converter or system/global configuration): a ``post-checkout`` hook
+or a smudge filter is project code nobody approved.
 Without git (or without a first commit) the tree is a private copy of the workspace that skips
 the generated and environment folders (``flow_safeio.SKIPPED_DIRS``) and keeps symbolic links
 as links. Afterwards the worktree is removed (``git worktree remove --force`` then
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from flow_core._git import run_git
 from flow_core.store._record import StoreError
 from flow_safeio import is_generated_dir
 
@@ -54,16 +56,7 @@ class IsolatedTree:
 
 
 def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", LC_ALL="C")
-    return subprocess.run(
-        ["git", "-c", "core.hooksPath=/dev/null", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        timeout=_GIT_TIMEOUT_S,
-        check=False,
-    )
+    return run_git(cwd, *args, timeout=_GIT_TIMEOUT_S)
 
 
 def _git_layout(workspace: Path) -> tuple[Path, str] | None:

@@ -96,6 +96,8 @@ class Fingerprint:
         started_ns: wall-clock time (``time.time_ns``) when the walk began.
         hashed_files / hashed_bytes: the content actually hashed this time.
         kept: pre-images (bytes) of small files, when taken with ``keep=True``.
+        git_dirs: workspace-relative paths of every ``.git`` folder seen (never entered); one
+            that appears or goes between two fingerprints is an outside change.
     """
 
     files: dict[str, FileState] = field(default_factory=dict)
@@ -105,6 +107,7 @@ class Fingerprint:
     hashed_files: int = 0
     hashed_bytes: int = 0
     kept: dict[str, bytes] = field(default_factory=dict)
+    git_dirs: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,10 @@ class _Walk:
             except OSError:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                if is_generated_dir(dir_fd, e.name) or _is_git(e.name):
+                if _is_git(e.name):
+                    self.fp.git_dirs.add(rel)
+                    continue
+                if is_generated_dir(dir_fd, e.name):
                     continue
                 if depth >= _MAX_DEPTH:
                     self.stop(f"tree too deep: more than {_MAX_DEPTH} levels at {rel}")
@@ -362,6 +368,17 @@ def compare(
         change = _change(path, old, new)
         if change is not None:
             out.append(change)
+    return sorted(out + _git_changes(before, after), key=lambda c: c.path)
+
+
+def _git_changes(before: Fingerprint, after: Fingerprint) -> list[TreeChange]:
+    """A ``.git`` folder that appeared or went: Flow's tools never write one, so it is an
+    outside change (its hooks and configuration would steer a later ``git``)."""
+    out = [
+        TreeChange(p, "added", "a git folder appeared (Flow's git never uses it)")
+        for p in sorted(after.git_dirs - before.git_dirs)
+    ]
+    out += [TreeChange(p, "removed", "a git folder") for p in before.git_dirs - after.git_dirs]
     return out
 
 
