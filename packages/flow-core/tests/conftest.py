@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from flow_core import FlowConfig
+from flow_core.verify._sandbox import probe_bwrap
 
 # Vendored third-party code used as test input (with its own upstream tests): never collected.
 collect_ignore_glob = ["fixtures/vendored/*"]
@@ -35,3 +37,14 @@ def flow_config(tmp_path: Path) -> Callable[..., FlowConfig]:
         return FlowConfig.model_validate(data)
 
     return make
+
+
+@pytest.fixture
+def jail_ok() -> None:
+    """Jailed tests need a usable bubblewrap: fail in CI without one, skip elsewhere."""
+    probe = probe_bwrap()
+    if probe.usable:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"bubblewrap must be usable in CI: {probe.reason}")
+    pytest.skip(f"bubblewrap is unusable here: {probe.reason}")

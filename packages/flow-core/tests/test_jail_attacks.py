@@ -19,20 +19,9 @@ import pytest
 
 from flow_core import FlowConfig
 from flow_core.verify._checks import run_check
-from flow_core.verify._sandbox import probe_bwrap
 
 PY = sys.executable
 ROOT = os.geteuid() == 0
-
-
-@pytest.fixture
-def jail_ok() -> None:
-    probe = probe_bwrap()
-    if probe.usable:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"bubblewrap must be usable in CI: {probe.reason}")
-    pytest.skip(f"bubblewrap is unusable here: {probe.reason}")
 
 
 @pytest.fixture

@@ -29,16 +29,6 @@ from flow_core.verify._sandbox import prepare_jail, probe_bwrap, sandbox_status
 PY = sys.executable
 
 
-@pytest.fixture
-def jail_ok() -> None:
-    probe = probe_bwrap()
-    if probe.usable:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"bubblewrap must be usable in CI: {probe.reason}")
-    pytest.skip(f"bubblewrap is unusable here: {probe.reason}")
-
-
 def _config(ws: Path, code: str, **sandbox: Any) -> FlowConfig:
     data: dict[str, Any] = {
         "workspace_dir": str(ws),
