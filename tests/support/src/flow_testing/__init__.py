@@ -3,6 +3,7 @@
 - :mod:`flow_testing.model_server`: one loopback fake model server (Ollama's ``/api/*`` and
   OpenAI's ``/v1/*`` routes), scripted or replaying canned replies.
 - :mod:`flow_testing.nvim`: one real headless Neovim per test, with a user connection.
+- :mod:`flow_testing.reports`: two reports of the same run made comparable.
 
-Neither imports a Flow package, so a package's tests need no sibling beyond its own.
+None imports a Flow package, so a package's tests need no sibling beyond its own.
 """

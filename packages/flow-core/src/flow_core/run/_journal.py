@@ -155,8 +155,10 @@ class Journal:
     def plan(self, text: str) -> None:
         """Write ``plan.md`` as soon as the planner finished (best effort)."""
         if self.record is not None:
+            from flow_core.store._record import text_bytes
+
             with contextlib.suppress(Exception):
-                self.record.write_file("plan.md", text.encode("utf-8", "replace"))
+                self.record.write_file("plan.md", text_bytes(text))
 
     def pre_image(self, path: str, data: bytes | None, mode: int | None = None) -> None:
         """Keep a pre-image before a first write; raises when it cannot (see RunRecord)."""
@@ -176,11 +178,14 @@ class Journal:
         record = self.record
         if record is None:
             return
+        from flow_core.store._record import json_bytes, text_bytes
+
         with contextlib.suppress(Exception):
             if report.plan is not None:
-                record.write_file("plan.md", report.plan.encode("utf-8", "replace"))
-            record.write_file("diff.patch", report.diff.encode("utf-8", "replace"))
-            record.write_file("report.json", report.model_dump_json(indent=2).encode())
+                record.write_file("plan.md", text_bytes(report.plan))
+            record.write_file("diff.patch", text_bytes(report.diff))
+            # The report as the user saw it: valid Unicode (``Report.to_dict``).
+            record.write_file("report.json", json_bytes(report.to_dict(), indent=2))
         record.finish(
             report.status,
             verified=report.verified,

@@ -42,7 +42,15 @@ from typing import Any
 
 from flow_core._errors import FlowError
 
-__all__ = ["MAX_STRING_CHARS", "FileEntry", "RunRecord", "StoreError", "sha256"]
+__all__ = [
+    "MAX_STRING_CHARS",
+    "FileEntry",
+    "RunRecord",
+    "StoreError",
+    "json_bytes",
+    "sha256",
+    "text_bytes",
+]
 
 #: Longest string kept in one transcript line, in characters; longer ones are cut with a marker.
 MAX_STRING_CHARS = 64 * 1024
@@ -107,6 +115,46 @@ def write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def json_bytes(value: Any, *, indent: int | None = None) -> bytes:
+    """``value`` as JSON in UTF-8 bytes, for any text a model or a user can produce.
+
+    Text that is not valid Unicode (a lone UTF-16 surrogate: an undecodable byte of argv or
+    stdin, decoded by Python's ``surrogateescape``, or a model's ``\\ud83d`` escape) cannot
+    be UTF-8 encoded; such a value is written with every non-ASCII character as a JSON
+    ``\\uXXXX`` escape, which ``json.loads`` reads back to the same string (lossless). NUL
+    and other control characters are escaped by JSON itself. Anything else JSON cannot carry
+    is written as its ``str``.
+    """
+    text = json.dumps(value, ensure_ascii=False, default=str, indent=indent)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, default=str, indent=indent).encode()
+
+
+def text_bytes(text: str) -> bytes:
+    """``text`` as UTF-8 for a text file of the record (``plan.md``, ``diff.patch``).
+
+    An undecodable byte that Python kept as a lone surrogate (``surrogateescape``) is written
+    back as that byte, so the file holds what the user gave; any other lone surrogate becomes
+    U+FFFD, the marked replacement.
+    """
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        pass
+    out = bytearray()
+    for char in text:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(code - 0xDC00)
+        elif 0xD800 <= code <= 0xDFFF:
+            out += "\ufffd".encode()
+        else:
+            out += char.encode()
+    return bytes(out)
 
 
 def _cut(value: Any) -> Any:
@@ -217,7 +265,7 @@ class RunRecord:
         )
 
     def _append(self, name: str, obj: Mapping[str, Any], *, required: bool = False) -> None:
-        line = (json.dumps(_cut(obj), ensure_ascii=False, default=str) + "\n").encode()
+        line = json_bytes(_cut(obj)) + b"\n"
         with self._lock:
             if self._closed:
                 return
@@ -283,15 +331,16 @@ class RunRecord:
             self.meta.update(updates)
             if self._dropped:
                 self.meta["dropped_bytes"] = dict(self._dropped)
-            data = json.dumps(self.meta, indent=2, ensure_ascii=False, default=str).encode()
+            data = json_bytes(self.meta, indent=2)
         with contextlib.suppress(OSError):
             write_atomic(self.dir / "meta.json", data)
 
     # -- the run's recorder interface -----------------------------------------------------------
 
     def transcript(self, type_: str, **fields: Any) -> None:
-        """Append one transcript line ``{"type": type_, "time": ..., **fields}``."""
-        with contextlib.suppress(OSError):
+        """Append one transcript line ``{"type": type_, "time": ..., **fields}`` (best effort:
+        a line that cannot be written is dropped, never raised)."""
+        with contextlib.suppress(OSError, ValueError):
             self._append("transcript.jsonl", {"type": type_, "time": now_iso(), **fields})
 
     def model_request(
