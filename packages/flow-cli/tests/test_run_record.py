@@ -187,3 +187,39 @@ def test_piped_tui_input_with_a_non_utf8_byte_is_recorded(
     meta = json.loads(meta_file.read_bytes())
     assert meta["status"] == "read_only"
     assert os.fsencode(meta["task"]) == b"plan \xff now"
+
+
+def _status_rows(out: str) -> dict[str, str]:
+    """The /status table's rows as ``{label: value}`` (a value's lines joined by spaces)."""
+    rows: dict[str, str] = {}
+    label = ""
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) != 2:
+            continue
+        label = cells[0] or label
+        rows[label] = f"{rows.get(label, '')} {cells[1]}".strip()
+    return rows
+
+
+def test_the_report_and_tui_status_show_the_enforced_limits(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(_script("Plan: add a comment to calc.py."))
+    report = _twice(env, h, tmp_path, workspace, fake.url, "add a comment", trusted=True)
+    # The fake Ollama reports num_ctx 32768; 1024 tokens are kept for the reply; 2 chars a token.
+    enforced = (32768 - 1024) * 2
+    assert report["budgets"]["context_chars"]["limit"] == enforced
+    assert report["budgets"]["context_chars"]["used"] <= enforced
+    for role in ("planner", "coder", "reviewer"):
+        usage = report["roles"][role]
+        assert (usage["context_window"], usage["context_chars_limit"]) == (32768, enforced)
+        assert usage["reply_chars_limit"] == enforced // 2
+    result = env.flow("tui", "--config", str(tmp_path / "op.toml"), stdin="/status\n")
+    assert result.code == 0, result.stderr
+    rows = _status_rows(result.stdout)
+    assert rows["context window"] == "32768 tokens for planner, coder, reviewer"
+    assert rows["max context chars"] == (
+        f"{enforced} (window less the reply's reserve) for planner, coder, reviewer"
+    )
+    assert rows["max reply chars"] == f"{enforced // 2} for planner, coder, reviewer"

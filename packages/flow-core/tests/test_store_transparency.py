@@ -159,4 +159,11 @@ def test_a_scenario_reports_the_same_with_and_without_the_store(
     if scenario.tool_results is not None:
         assert stored["roles"]["coder"]["tool_results"] == scenario.tool_results
     if scenario.window is not None:
-        assert stored["roles"]["planner"]["context_window"] == scenario.window
+        # The limits enforced, as reported: the window less the reply's 1024 tokens, at 2
+        # characters a token (run/_budget.py); the reply cap is half of it.
+        enforced = (scenario.window - 1024) * 2
+        planner = stored["roles"]["planner"]
+        assert planner["context_window"] == scenario.window
+        assert planner["context_chars_limit"] == enforced
+        assert planner["reply_chars_limit"] == max(4_000, enforced // 2)
+        assert stored["budgets"]["context_chars"]["limit"] == enforced

@@ -12,7 +12,10 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from flow_core import CheckResult, CheckSpec, FlowConfig, Report
+    from collections.abc import Mapping
+
+    from flow_core import CheckResult, CheckSpec, FlowConfig, Report, Role
+    from flow_core.run._budget import RoleBudget
 
 #: ANSI escape sequences (CSI and OSC) a check may print when it thinks it has a terminal.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
@@ -135,3 +138,32 @@ def token_lines(report: Report) -> list[str]:
             parts.append(f"{len(usage.trims)} trims/cuts")
         lines.append(f"{role}: " + ", ".join(parts))
     return lines
+
+
+def _per_role(values: Mapping[Role, str]) -> str:
+    """``"63484 for planner, coder"`` lines, roles with the same value on one line."""
+    roles_by_value: dict[str, list[str]] = {}
+    for role, value in values.items():
+        roles_by_value.setdefault(value, []).append(role)
+    return "\n".join(f"{value} for {', '.join(roles)}" for value, roles in roles_by_value.items())
+
+
+def budget_rows(budgets: Mapping[Role, RoleBudget]) -> list[tuple[str, str]]:
+    """The ``/status`` rows of each role's enforced limits (``Runtime.role_budgets``): the
+    same numbers a run enforces and reports (``roles.*.context_chars_limit``,
+    ``reply_chars_limit``, ``context_window``)."""
+    windows = {
+        r: "unknown" if b.window is None else f"{b.window} tokens" for r, b in budgets.items()
+    }
+    chars = {
+        r: f"{b.context_chars} ("
+        + ("window less the reply's reserve" if b.from_window else "agent.max_context_chars")
+        + ")"
+        for r, b in budgets.items()
+    }
+    replies = {r: str(b.reply_chars) for r, b in budgets.items()}
+    return [
+        ("context window", _per_role(windows)),
+        ("max context chars", _per_role(chars)),
+        ("max reply chars", _per_role(replies)),
+    ]

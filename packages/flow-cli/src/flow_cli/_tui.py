@@ -24,6 +24,7 @@ from flow_cli._options import CommonOptions
 from flow_cli._progress import LiveProgress, describe_call
 from flow_cli._summary import (
     backend_summary,
+    budget_rows,
     check_reason_lines,
     clean,
     missing_executable,
@@ -255,13 +256,26 @@ class Tui:
             )
         if report.sandbox is not None:
             table.add_row("sandbox", escape(clean(_sandbox_summary(report))))
-        # A status report carries no budgets (nothing ran), so show the configured limits.
+        # A status report carries no budgets (nothing ran), so show the limits a run enforces.
         agent = runtime.config.agent
         table.add_row("max model turns (per role call)", str(agent.max_iterations))
         table.add_row("max cycles", str(agent.max_cycles))
         table.add_row("max tool calls (per task)", str(agent.max_tool_calls))
-        table.add_row("max context chars", str(agent.max_context_chars))
+        for label, value in self._budget_rows(runtime):
+            table.add_row(label, escape(clean(value)))
         self.console.print(table)
+
+    def _budget_rows(self, runtime: Runtime) -> list[tuple[str, str]]:
+        """Each role's window, context budget and reply cap, computed as a run computes them
+        (``Runtime.role_budgets``); the configured maximum when no backend can be built."""
+        from flow_core import BackendError
+
+        try:
+            return budget_rows(runtime.role_budgets())
+        except BackendError as err:
+            limit = runtime.config.agent.max_context_chars
+            why = f"agent.max_context_chars; the window was not asked: {err.message} [{err.code}]"
+            return [("max context chars", f"{limit} ({why})")]
 
     def show_tools(self) -> None:
         runtime = self.rt

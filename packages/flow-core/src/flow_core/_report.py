@@ -237,6 +237,16 @@ class RoleUsage(_Model):
     context_window: int | None = Field(
         default=None, description="the model's context window in tokens, when known"
     )
+    context_chars_limit: int | None = Field(
+        default=None,
+        description="the character budget enforced for each request of the role: the window "
+        "less the reply's reserve at 2 characters a token, or agent.max_context_chars when "
+        "set or when the window is unknown",
+    )
+    reply_chars_limit: int | None = Field(
+        default=None,
+        description="the most characters one reply may carry (reply_too_large beyond)",
+    )
     trims: list[ContextTrim] = Field(default_factory=list)
 
 
@@ -271,7 +281,11 @@ class Budgets(_Model):
     iterations: Budget = Field(description="most model turns in one role invocation")
     cycles: Budget
     tool_calls: Budget = Field(description="across the whole run")
-    context_chars: Budget = Field(description="largest context sent in one request")
+    context_chars: Budget = Field(
+        description="largest context sent in one request, against the character budget that "
+        "request was sent under (a role's window-derived budget or agent.max_context_chars; "
+        "before any request, the first role's budget)"
+    )
 
 
 class Timings(_Model):

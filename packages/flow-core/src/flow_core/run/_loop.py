@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flow_core._errors import BackendError
 from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
 from flow_core._report import RoleUsage
+from flow_core.run._budget import role_budget
 from flow_core.run._context import Context
 from flow_core.run._cutoff import operator_issues
 from flow_core.run._fence import fence
@@ -75,12 +76,16 @@ def run_role(
 
     usage = state.roles.setdefault(role, RoleUsage(model=model))
     usage.invocations += 1
-    limit = _guarded(
+    budget = _guarded(
         state,
-        functools.partial(_char_budget, backend, agent, model, usage, options),
+        functools.partial(role_budget, backend, agent, model, options),
         name=f"flow-{role}-window",
     )
-    reply_cap = max(4_000, limit // 2)
+    usage.context_window = budget.window
+    usage.context_chars_limit = budget.context_chars
+    usage.reply_chars_limit = budget.reply_chars
+    limit, reply_cap = budget.context_chars, budget.reply_chars
+    state.note_context(0, limit)
     ctx = Context(toolbox.schema_chars)
     ctx.add(ChatMessage(role="system", content=system))
     ctx.add(ChatMessage(role="user", content=user))
@@ -92,19 +97,14 @@ def run_role(
         fits = ctx.fit(limit)
         _record_changes(usage, ctx, turn=turn, cycle=cycle)
         if not fits:
-            source = (
-                "agent.max_context_chars"
-                if usage.context_window is None or "max_context_chars" in agent.model_fields_set
-                else f"the model's window of {usage.context_window} tokens less the reply's "
-                "reserve (context_tokens, max_reply_tokens)"
-            )
             message = (
                 f"the {role}'s context needs {ctx.total} characters even with old tool "
-                f"output removed; the budget is {limit} ({source})"
+                f"output removed; the budget is {limit} ({budget.source()})"
             )
             state.error("context_budget", message, role=role, cycle=cycle)
             return RoleOutcome(False, failure="context_budget")
-        _count_turn(state, usage, ctx, role=role, cycle=cycle, turn=turn)
+        state.note_context(ctx.total, limit)
+        _count_turn(state, usage, role=role, cycle=cycle, turn=turn)
         try:
             response = _ask(
                 state,
@@ -183,10 +183,9 @@ def run_role(
 
 
 def _count_turn(
-    state: RunState, usage: RoleUsage, ctx: Context, *, role: Role, cycle: int | None, turn: int
+    state: RunState, usage: RoleUsage, *, role: Role, cycle: int | None, turn: int
 ) -> None:
-    """Account one model turn: the role's turns, the run's largest context and turn number."""
-    state.max_context = max(state.max_context, ctx.total)
+    """Account one model turn: the role's turns and the run's largest turn number."""
     usage.turns += 1
     state.max_turns = max(state.max_turns, turn)
     state.emit("turn", role=role, cycle=cycle, turn=turn)
@@ -209,31 +208,6 @@ def _record_changes(usage: RoleUsage, ctx: Context, *, turn: int, cycle: int | N
             )
         )
     ctx.changes.clear()
-
-
-def _char_budget(
-    backend: ChatBackend,
-    agent: AgentConfig,
-    model: str,
-    usage: RoleUsage,
-    options: Mapping[str, Any] | None,
-) -> int:
-    """The role's context budget in characters (see ``run_role``)."""
-    from flow_core.config._options import CHARS_PER_TOKEN, DEFAULT_REPLY_TOKENS
-
-    try:
-        found = backend.context_window(model, options)
-    except BackendError:
-        found = None
-    window = found if isinstance(found, int) and found > 0 else None
-    usage.context_window = window
-    if "max_context_chars" in agent.model_fields_set or window is None:
-        return agent.max_context_chars
-    opts = options or {}
-    reserve = opts.get("max_reply_tokens", DEFAULT_REPLY_TOKENS)
-    reserve = reserve if isinstance(reserve, int) else DEFAULT_REPLY_TOKENS
-    derived = int(max(1, window - reserve) * CHARS_PER_TOKEN)
-    return min(derived, agent.max_context_chars)
 
 
 def _count_tokens(

@@ -139,7 +139,12 @@ def build_report(
             iterations=Budget(used=state.max_turns, limit=agent.max_iterations),
             cycles=Budget(used=state.cycles, limit=agent.max_cycles),
             tool_calls=Budget(used=state.ledger.used, limit=agent.max_tool_calls),
-            context_chars=Budget(used=state.max_context, limit=agent.max_context_chars),
+            context_chars=Budget(
+                used=state.max_context,
+                limit=agent.max_context_chars
+                if state.context_limit is None
+                else state.context_limit,
+            ),
         )
         if is_run
         else None,

@@ -36,6 +36,7 @@ from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
+    from flow_core.run._budget import RoleBudget
     from flow_core.store import RunStore
     from flow_core.tools import ToolBox
     from flow_safeio import Workspace
@@ -308,6 +309,28 @@ class Runtime:
             BackendError: the server could not be asked.
         """
         return self._get_backend().list_models()
+
+    def role_budgets(self) -> dict[Role, RoleBudget]:
+        """Each role's limits as a run enforces them (``run/_budget.py``): the window, the
+        context's character budget and the reply cap, from the same function the run uses.
+
+        Builds the backend if needed and asks it for each model's window (one request per
+        model at most; a server that cannot say leaves ``agent.max_context_chars``).
+
+        Raises:
+            BackendError: the backend cannot be built (``remote_refused``, ...).
+        """
+        from flow_core._protocols import ROLES
+        from flow_core.run._budget import role_budget
+
+        backend = self._get_backend()
+        config = self.config
+        return {
+            role: role_budget(
+                backend, config.agent, config.model_for(role), config.options_for(role)
+            )
+            for role in ROLES
+        }
 
     def _list_models_quietly(self) -> list[str]:
         """``list_models`` for the preflight; a backend that cannot be built lists nothing."""

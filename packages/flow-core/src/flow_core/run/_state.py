@@ -69,6 +69,7 @@ class RunState:
     roles: dict[str, RoleUsage] = field(default_factory=dict)
     max_turns: int = 0
     max_context: int = 0
+    context_limit: int | None = None  # the character budget in force for ``max_context``
     cycles: int = 0
     history: list[CycleRecord] = field(default_factory=list)
     final_checks: list[CheckResult] = field(default_factory=list)
@@ -124,6 +125,14 @@ class RunState:
     ) -> None:
         """Record one error for the report (``code`` from ``flow_core.ERROR_CODES``)."""
         self.errors.append(ErrorInfo(code=code, message=message, role=role, cycle=cycle))
+
+    def note_context(self, chars: int, limit: int) -> None:
+        """Account one request of ``chars`` characters sent under a budget of ``limit``: the
+        run's largest request and the budget it was sent under (``budgets.context_chars``).
+        ``chars`` 0 only notes the first budget, for a run that never sends a request."""
+        if self.context_limit is None or chars > self.max_context:
+            self.max_context = max(self.max_context, chars)
+            self.context_limit = limit
 
     def past_deadline(self) -> bool:
         """Whether the run's ``max_seconds`` (wall clock, seconds) has run out."""
