@@ -545,6 +545,7 @@ def test_status_table_shows_the_configured_budgets(env, h, tmp_path, workspace) 
     assert "│ 16 " in _row(out, "max tool calls (per task)")
     assert "│ 100000 " in _row(out, "max context chars")
     assert "ollama at http://127.0.0.1:9" in _row(out, "backend")
+    assert "backend ollama" not in _row(out, "backend")  # the row's label is not repeated
     runs_as = "bwrap" if probe_bwrap().usable else "none"
     assert f"{runs_as} (mode auto, no network)" in _row(out, "sandbox")
 

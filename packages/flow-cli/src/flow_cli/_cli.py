@@ -7,6 +7,7 @@ one JSON object on stdout, usage errors included (see ``run_cli``).
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any
 
@@ -304,12 +305,32 @@ def apply_command(ctx: click.Context, /, run_id: str, **values: str | bool | Non
     return apply(collect(ctx, **values), run_id)
 
 
+def _usage_code(err: click.UsageError) -> str:
+    """The catalogue code of a click usage error: a missing ``--config`` file is
+    ``config_not_found``, everything else ``usage_error``."""
+    code = "usage_error"
+    param = getattr(err, "param", None)
+    if isinstance(err, click.BadParameter) and param is not None and param.name == "config_file":
+        code = "config_not_found"
+    return code
+
+
+def _show(err: click.ClickException, code: str) -> None:
+    """click's message on stderr, its last line ending with ``[code]`` like every Flow error
+    line (``flow explain CODE``)."""
+    buffer = io.StringIO()
+    err.show(file=buffer)
+    sys.stderr.write(buffer.getvalue().rstrip("\n") + f" [{code}]\n")
+    sys.stderr.flush()
+
+
 def run_cli(argv: list[str]) -> int:
     """Run the click application without letting click call ``sys.exit``.
 
-    A usage error prints click's message on stderr and exits 2. When the subcommand was
-    ``status``, ``check`` or ``run``, a JSON error report is also printed on stdout, so a
-    script can always parse stdout as one JSON object.
+    A usage error prints click's message on stderr, its last line ending with the error code
+    (``[usage_error]``, or ``[config_not_found]`` for a missing ``--config`` file), and exits
+    2. When the subcommand was ``status``, ``check`` or ``run``, a JSON error report is also
+    printed on stdout, so a script can always parse stdout as one JSON object.
 
     Args:
         argv: the arguments after the program name.
@@ -320,7 +341,8 @@ def run_cli(argv: list[str]) -> int:
     try:
         result = cli.main(args=argv, prog_name="flow", standalone_mode=False)
     except click.UsageError as err:
-        err.show(file=sys.stderr)
+        code = _usage_code(err)
+        _show(err, code)
         command = None
         if err.ctx is not None and err.ctx.command.name in REPORT_COMMANDS:
             command = err.ctx.command.name
@@ -329,10 +351,10 @@ def run_cli(argv: list[str]) -> int:
         if command is not None:
             from flow_cli._commands import emit_usage_error
 
-            emit_usage_error(command, "usage_error", err.format_message())
+            emit_usage_error(command, code, err.format_message())
         return EXIT_USAGE
     except click.ClickException as err:
-        err.show(file=sys.stderr)
+        _show(err, "usage_error")
         return err.exit_code
     except click.Abort:
         # Ctrl-C outside the commands' own handlers (e.g. while modules were loading).

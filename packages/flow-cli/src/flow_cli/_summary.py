@@ -97,10 +97,12 @@ def plan_excerpt(plan: str | None, max_lines: int) -> tuple[list[str], int]:
     return kept[:max_lines], max(0, len(kept) - max_lines)
 
 
-def backend_summary(config: FlowConfig) -> str:
-    """``backend NAME at URL`` for a ``flow_core.FlowConfig``."""
+def backend_summary(config: FlowConfig, *, label: bool = True) -> str:
+    """``backend NAME at URL`` for a ``flow_core.FlowConfig``; ``NAME at URL`` without the
+    label (a table row that is already called "backend")."""
     section = config.ollama if config.backend == "ollama" else config.openai
-    return f"backend {config.backend} at {section.base_url}"
+    text = f"{config.backend} at {section.base_url}"
+    return f"backend {text}" if label else text
 
 
 def models_summary(models: dict[str, str]) -> list[str]:

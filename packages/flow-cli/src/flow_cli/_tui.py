@@ -242,7 +242,7 @@ class Tui:
         table.add_row("trusted", "yes" if report.trusted else "no (read-only)")
         sources = "\n".join(report.config_sources) or "(defaults only)"
         table.add_row("config", escape(clean(sources)))
-        table.add_row("backend", escape(clean(backend_summary(runtime.config))))
+        table.add_row("backend", escape(clean(backend_summary(runtime.config, label=False))))
         for role, name in report.models.items():
             table.add_row(f"model: {escape(role)}", escape(clean(name)))
         for spec in report.configured_checks:

@@ -36,8 +36,8 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
         "config_unsafe": (
             "an operator config kept in the project (a cloned repository could ship one) or a file"
             " others can write",
-            "move the config outside the workspace and make it and its folders writable by you "
-            "only (chmod go-w)",
+            "a config in the project: move it out (e.g. ~/.config/flow/<project>.toml); a file or "
+            "folder others can write: chmod go-w it, or keep the config in a folder of your own",
         ),
         "check_unknown": (
             "a typo in flow check NAME or /check NAME",
@@ -168,8 +168,8 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
         ),
         "preflight_model_missing": (
             "a model name that is not installed on the server (a typo, or not pulled yet)",
-            "choose one of the installed models the message lists, or install it "
-            "(ollama pull NAME)",
+            "choose one of the installed models the message lists (--model NAME, or the model "
+            "settings of the operator config), or install it (ollama pull NAME)",
         ),
         "prompt_too_long": (
             "the server was started with a smaller context window than Flow assumed, or the "
@@ -256,7 +256,8 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
         ),
         "backend_unreachable": (
             "the model server is not running or listens elsewhere",
-            "start Ollama (ollama serve) or llama.cpp's server, or fix base_url",
+            "start Ollama (ollama serve), or the bundled model's server (flow-serve-smollm2), "
+            "or fix base_url",
         ),
         "backend_timeout": (
             "a slow model, a large prompt, or a server that stopped answering",

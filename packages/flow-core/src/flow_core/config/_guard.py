@@ -40,30 +40,47 @@ def config_location_problem(config_file: str | Path, workspace: str | Path) -> s
     Returns:
         One sentence naming the file and the problem, or None.
     """
+    found = _location_problem(config_file, workspace)
+    return None if found is None else found[0]
+
+
+_MOVE = "move it out of the project (e.g. to ~/.config/flow/<project>.toml)"
+_OWN = "copy it to a file of your own outside the project (e.g. ~/.config/flow/<project>.toml)"
+_ELSEWHERE = "move it to a folder only you can write (e.g. ~/.config/flow/<project>.toml)"
+
+
+def _location_problem(config_file: str | Path, workspace: str | Path) -> tuple[str, str] | None:
+    """The problem (see :func:`config_location_problem`) and the fix that suits it."""
     given = os.path.abspath(config_file)
     real = os.path.realpath(given)
     roots = list(dict.fromkeys([os.path.normpath(workspace), os.path.realpath(workspace)]))
     if _inside(given, roots) or _inside(real, roots):
-        return (
+        problem = (
             f"{given} lies inside the workspace {roots[0]}, where the model's file tools and "
             "the checks can write it"
         )
+        return problem, _MOVE
     try:
         st = os.stat(real)
     except OSError as err:
-        return f"{given} cannot be examined ({err.strerror})"
+        return f"{given} cannot be examined ({err.strerror})", f"make {given} readable by you"
     file_problem = change_problem(given, st, uid=os.geteuid())
     if file_problem is not None:
-        return f"{given} {file_problem.describe()}"
+        fix = f"chmod go-w {real}" if file_problem.reason == "writable" else _OWN
+        return f"{given} {file_problem.describe()}", fix
     for start in dict.fromkeys((os.path.dirname(given), os.path.dirname(real))):
-        _reached, problem = owned_way(start)
-        if problem is not None:
-            if problem.reason == "unresolvable":
-                return f"the folder {problem.path} above {given} {problem.describe()}"
+        _reached, way = owned_way(start)
+        if way is None:
+            continue
+        where = f"the folder {way.path} above {given} {way.describe()}"
+        if way.reason == "unresolvable":
+            return where, f"make {way.path} searchable by you, or {_ELSEWHERE}"
+        if way.reason == "writable":
             return (
-                f"the folder {problem.path} above {given} {problem.describe()}, so the file "
-                "can be replaced"
+                f"{where}, so the file can be replaced",
+                f"chmod go-w {way.path}, or {_ELSEWHERE}",
             )
+        return f"{where}, so the file can be replaced", _OWN
     return None
 
 
@@ -73,12 +90,11 @@ def check_config_location(config_file: str | Path, workspace: str | Path) -> Non
     Raises:
         ConfigError: code ``config_unsafe``, naming the file, the problem and the fix.
     """
-    problem = config_location_problem(config_file, workspace)
-    if problem is not None:
+    found = _location_problem(config_file, workspace)
+    if found is not None:
+        problem, fix = found
         raise ConfigError(
             f"--config: refused: {problem}; an operator config chooses the commands Flow runs, "
-            "so it must be a file only you can write, outside the workspace; fix: move it out "
-            "of the project (e.g. ~/.config/flow/<project>.toml) and chmod go-w it and its "
-            "folders",
+            f"so it must be a file only you can write, outside the workspace; fix: {fix}",
             code="config_unsafe",
         )

@@ -127,7 +127,8 @@ class OpenAIBackend(HTTPBackend):
         )
         self._server = f"the OpenAI-compatible server at {self.base_url}"
         self._fix = (
-            "start the server (for llama.cpp: python -m llama_cpp.server --model FILE "
+            "start the server (the bundled model: flow-serve-smollm2, which prints the config "
+            "lines to use; another GGUF file: python -m llama_cpp.server --model FILE "
             "--chat_format chatml-function-calling) or fix openai.base_url"
         )
         # The base URL ends in the API root (".../v1"); request paths are relative to it.

@@ -155,8 +155,8 @@ def model_preflight(
         ErrorInfo(
             code="preflight_model_missing",
             message=f"model {name!r} ({', '.join(roles)}) is not installed on the "
-            f"{config.backend} server; installed: {shown}; fix: set {table}.model or "
-            f"[models] {roles[0]} to an installed model"
+            f"{config.backend} server; installed: {shown}; fix: pass --model with an installed "
+            f"model, or set {table}.model or [models] {roles[0]} in the operator config"
             + (f", or run `ollama pull {name}`" if config.backend == "ollama" else ""),
         )
         for name, roles in wanted.items()
