@@ -103,7 +103,10 @@ def test_ping_during_a_check_then_cancel_kills_it_and_sends_no_answer(
     assert server.finish() == 0
     assert answers_for(server, "long") == []  # "Basic > Utilities > Cancellation": no answer
     progress = [json.loads(line) for line in server.lines if b"notifications/progress" in line]
-    assert [p["params"]["message"] for p in progress] == ["check hang: running"]
+    messages = [p["params"]["message"] for p in progress]
+    # Heartbeats (on a slow machine) repeat the event's words.
+    assert [m for m in messages if "(still running," not in m] == ["check hang: running"]
+    assert all(m.startswith("check hang: running") for m in messages)
     assert "cancelling id='long' (user pressed stop)" in server.stderr()
 
 

@@ -468,3 +468,27 @@ def test_the_reader_reads_at_most_max_queued_messages_ahead() -> None:
     finally:
         inbox.close()
         os.close(fd)
+
+
+def test_progress_heartbeats_repeat_the_last_words_while_nothing_happens() -> None:
+    import threading
+
+    sent: list[dict[str, Any]] = []
+    beat = threading.Event()
+
+    def send(note: dict[str, Any]) -> None:
+        sent.append(note["params"])
+        if "(still running," in note["params"]["message"]:
+            beat.set()
+
+    relay = ProgressRelay(send, heartbeat_s=0.05)
+    try:
+        relay.start("tok")
+        relay(Event(kind="check_started", name="tests", cycle=1))
+        assert beat.wait(60)  # a safety net only: a heartbeat comes after 0.05 s
+    finally:
+        relay.close()
+    assert sent[0]["message"] == "check tests: running (cycle 1)"
+    assert sent[1]["message"].startswith("check tests: running (cycle 1) (still running, ")
+    assert [p["progress"] for p in sent] == list(range(1, len(sent) + 1))
+    assert {p["progressToken"] for p in sent} == {"tok"}

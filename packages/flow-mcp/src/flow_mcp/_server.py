@@ -430,6 +430,7 @@ def _serve(
                 code = stop.code
                 _err("interrupted: stopping checks and closing")
                 _interrupt(runtime)
+            _quietly("stopping progress heartbeats", relay.close)
             _quietly("closing the runtime", runtime.close)
             if bridge is not None:
                 _quietly("closing the editor bridge", bridge.close)

@@ -45,6 +45,7 @@ from flow_core import (
     report_json_schema,
 )
 from flow_mcp._inputs import input_schema, validate_arguments
+from flow_mcp._progress import ProgressRelay, progress_message
 from flow_mcp._results import DEFAULT_MAX_RESULT_CHARS, sized_result
 from flow_mcp._rpc import INVALID_PARAMS, JsonRpcError, RequestId
 
@@ -167,85 +168,6 @@ def tool_result(report: Report, max_chars: int = DEFAULT_MAX_RESULT_CHARS) -> di
     (the category of its error codes in flow-core's catalogue).
     """
     return sized_result(report, max_chars)
-
-
-def progress_message(event: Event) -> str:
-    """One line a client can show for a runtime event, in the report's own words.
-
-    Check outcomes use the check statuses (``passed``, ``failed``, ``timeout``,
-    ``interrupted``...), the end of a run uses the report's status (``verified``,
-    ``unverified``, ``read_only``, ``failed``, ``interrupted``, ``error``).
-    """
-    where = f" (cycle {event.cycle})" if event.cycle is not None else ""
-    kind = event.kind
-    detail = event.detail
-    if kind == "run_started":
-        return "run started"
-    if kind == "role_started":
-        return f"{event.role} started{where}"
-    if kind == "turn":
-        return f"{event.role}: model turn {event.turn}{where}"
-    if kind == "tool_call":
-        outcome = "ok" if event.ok else "refused"
-        return f"{event.role}: tool {event.name} {outcome}{where}"
-    if kind == "check_started":
-        return f"check {event.name}: running{where}"
-    if kind == "check_finished":
-        status = detail.get("status") or ("passed" if event.ok else "failed")
-        return f"check {event.name}: {status}{where}"
-    if kind == "verification":
-        return f"verification{where}: {'verified' if event.ok else 'unverified'}"
-    if kind == "review":
-        return f"review{where}: {'approved' if event.ok else 'not approved'}"
-    # run_finished
-    return f"run finished: {detail.get('status') or ('verified' if event.ok else 'failed')}"
-
-
-class ProgressRelay:
-    """Turns runtime events into ``notifications/progress`` ("Basic > Utilities > Progress").
-
-    Pass it as ``on_event`` when building the runtime. It sends only while a request that
-    carried ``_meta.progressToken`` runs; ``progress`` counts events, so it always increases;
-    ``message`` is :func:`progress_message`.
-
-    Args:
-        send: writes one notification (the session's frame writer).
-    """
-
-    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
-        self._send = send
-        self.token: RequestId | None = None
-        self._count = 0
-        #: Called with every event before it is relayed (``FlowTools`` re-asserts a
-        #: cancellation that arrived before the runtime reset its stop flag).
-        self.watch: Callable[[Event], None] | None = None
-
-    def start(self, token: RequestId | None) -> None:
-        """Begin relaying for one request (``None``: stay silent)."""
-        self.token = token
-        self._count = 0
-
-    def __call__(self, event: Event, /) -> None:
-        watch = self.watch
-        if watch is not None:
-            with contextlib.suppress(Exception):
-                watch(event)
-        token = self.token
-        if token is None:
-            return
-        self._count += 1
-        with contextlib.suppress(Exception):  # an EventSink must never raise (flow_core)
-            self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "method": "notifications/progress",
-                    "params": {
-                        "progressToken": token,
-                        "progress": self._count,
-                        "message": progress_message(event),
-                    },
-                }
-            )
 
 
 class FlowTools:
