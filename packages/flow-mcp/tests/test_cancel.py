@@ -106,7 +106,6 @@ def test_ping_during_a_check_then_cancel_kills_it_and_sends_no_answer(
     messages = [p["params"]["message"] for p in progress]
     # Heartbeats (on a slow machine) repeat the event's words.
     assert [m for m in messages if "(still running," not in m] == ["check hang: running"]
-    assert all(m.startswith("check hang: running") for m in messages)
     assert "cancelling id='long' (user pressed stop)" in server.stderr()
 
 

@@ -91,12 +91,13 @@ class ProgressRelay:
         #: cancellation that arrived before the runtime reset its stop flag).
         self.watch: Callable[[Event], None] | None = None
 
-    def start(self, token: RequestId | None) -> None:
-        """Begin relaying for one request (``None``: stay silent, heartbeats stop)."""
+    def start(self, token: RequestId | None, what: str = "working") -> None:
+        """Begin relaying for one request (``None``: stay silent, heartbeats stop); ``what``
+        is what heartbeats say until the first event (``flow_run: starting``)."""
         with self._wake:
             self.token = token
             self._count = 0
-            self._last = "working"
+            self._last = what
             self._last_at = self._sent_at = time.monotonic()
             self._wake.notify_all()
             if token is not None and not self._closed and self._thread is None:

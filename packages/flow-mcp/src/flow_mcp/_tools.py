@@ -264,7 +264,7 @@ class FlowTools:
             report = self.error_report(kind, "invalid_arguments", problem, task=task)
             return tool_result(report, self.max_result_chars)
         if self.progress is not None:
-            self.progress.start(progress_token)
+            self.progress.start(progress_token, f"{name}: starting")
         with self._lock:
             self._running, self._cancel_reason = name, stopped()
         if self._cancel_reason is not None and self.progress is not None:
