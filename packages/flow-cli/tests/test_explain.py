@@ -76,8 +76,8 @@ def test_error_lines_on_stderr_end_with_a_code_that_explain_knows(
 
 # -- every fix names things that exist ---------------------------------------------------------
 
-#: Options of other programs that Flow's fixes name (llama.cpp's server, pytest).
-_OTHER_PROGRAMS_OPTIONS = frozenset({"--chat_format", "--junitxml", "--junitfile"})
+#: Options of other programs that Flow's fixes name (llama.cpp's servers, pytest).
+_OTHER_PROGRAMS_OPTIONS = frozenset({"--chat_format", "--ctx-size", "--junitxml", "--junitfile"})
 
 
 def _fix_texts() -> list[str]:
