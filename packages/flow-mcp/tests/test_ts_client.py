@@ -96,7 +96,10 @@ def _config(tmp_path: Path, workspace: Path, url: str) -> Path:
 def test_a_70_second_flow_run_completes_for_a_typescript_sdk_client(
     request: pytest.FixtureRequest, tmp_path: Path, workspace: Path, fake_ollama: FakeOllama
 ) -> None:
-    client = _node_client(request.config.cache.mkdir("flow-mcp-ts-client"))
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    folder = cache.mkdir("flow-mcp-ts-client") if cache is not None else tmp_path / "npm"
+    folder.mkdir(exist_ok=True)
+    client = _node_client(folder)
     server = [sys.executable, "-m", "flow_mcp", "--trusted"]
     server += ["--config", str(_config(tmp_path, workspace, fake_ollama.url))]
     argv = ["node", str(client), str(CLIENT_TIMEOUT_MS), "create hello.txt", "--", *server]
