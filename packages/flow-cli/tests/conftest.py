@@ -199,6 +199,45 @@ def repo(workspace: Path) -> Path:
     return workspace
 
 
+def calc_script(
+    content: str, hooks: dict[str, Callable[[], None]] | None = None
+) -> Callable[[dict[str, Any]], tuple[str, list[dict[str, Any]]]]:
+    """A scripted model for ``calc_config``: the planner plans, the coder writes ``calc.py``
+    (``content``) and ``notes.md``, then finishes, and the reviewer approves.
+
+    ``hooks`` maps a phase to a callable run once, in the model server's thread, before the
+    reply of that phase: ``"plan"`` (the planner's request), ``"code"`` (the coder's request
+    after both writes) or ``"review"`` (the reviewer's request). A test edits files there, or
+    blocks there (bounded) while it signals Flow, without any sleep.
+    """
+    pending = dict(hooks or {})
+
+    def hook(phase: str) -> None:
+        action = pending.pop(phase, None)
+        if action is not None:
+            action()
+
+    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if request.get("format"):
+            hook("review")
+            return json.dumps({"approved": True, "summary": "ok", "findings": []}), []
+        names = {t["function"]["name"] for t in request.get("tools") or []}
+        if "write_file" not in names:
+            hook("plan")
+            return "Plan: change calc.py and add notes.md.", []
+        done = [m for m in request["messages"] if m["role"] == "tool"]
+        if not done:
+            call = {"name": "write_file", "arguments": {"path": "calc.py", "content": content}}
+            return "", [call]
+        if len(done) == 1:
+            call = {"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}
+            return "", [call]
+        hook("code")
+        return "Done.", []
+
+    return script
+
+
 @dataclass(frozen=True)
 class Helpers:
     """Plain helper functions, handed to tests as a fixture (importlib mode: no conftest import)."""
@@ -208,6 +247,7 @@ class Helpers:
     toml_list: Callable[[list[str]], str] = toml_list
     git: Callable[..., str] = git
     calc_config: Callable[..., Path] = calc_config
+    calc_script: Callable[..., Callable[[dict[str, Any]], Any]] = calc_script
 
 
 @pytest.fixture

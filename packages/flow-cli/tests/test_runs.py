@@ -146,11 +146,11 @@ def test_a_run_killed_mid_way_keeps_a_readable_record_and_undo_works(
             proc.wait(timeout=30)
     assert (workspace / "calc.py").read_text() == BROKEN
     (run,) = env.flow("runs", "--json", "--config", str(cfg)).json()["runs"]
-    assert run["status"] == "running"
+    assert run["status"] == "abandoned"  # the first reader settled the dead run's record
     assert run["interrupted"] is True
     assert run["changed_files"] == ["calc.py", "notes.md"]
     shown = env.flow("show", run["id"], "--config", str(cfg))
-    assert "interrupted (process gone)" in shown.stdout
+    assert "abandoned (process gone)" in shown.stdout
     lines = env.flow("show", run["id"], "--transcript").stdout.splitlines()
     assert [json.loads(x)["type"] for x in lines].count("tool_call") == 2
     undone = env.flow("undo", run["id"], "--config", str(cfg))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,33 +19,6 @@ FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 BROKEN = "def add(a: int, b: int) -> int:\n    return a - b\n"
 ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"
 MINE = "# my own edit, saved during the review\n" + ORIGINAL
-
-
-def _script(
-    content: str, during_review: Callable[[], None] | None = None
-) -> Callable[[dict[str, Any]], tuple[str, list[dict[str, Any]]]]:
-    """planner: a plan; coder: write calc.py and notes.md; reviewer: ``during_review`` first."""
-    done_review: list[bool] = []
-
-    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        if request.get("format"):
-            if during_review is not None and not done_review:
-                done_review.append(True)
-                during_review()
-            return json.dumps({"approved": True, "summary": "ok", "findings": []}), []
-        names = {t["function"]["name"] for t in request.get("tools") or []}
-        if "write_file" not in names:
-            return "Plan: change calc.py and add notes.md.", []
-        done = [m for m in request["messages"] if m["role"] == "tool"]
-        if not done:
-            return "", [
-                {"name": "write_file", "arguments": {"path": "calc.py", "content": content}}
-            ]
-        if len(done) == 1:
-            return "", [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}]
-        return "Done.", []
-
-    return script
 
 
 def _run(env, h, tmp_path: Path, ws: Path, fake_ollama, script, *more: str) -> dict[str, Any]:
@@ -61,7 +33,12 @@ def test_an_edit_saved_during_review_is_never_undone(
 ) -> None:
     calc = workspace / "calc.py"
     report = _run(
-        env, h, tmp_path, workspace, fake_ollama, _script(FIXED, lambda: calc.write_text(MINE))
+        env,
+        h,
+        tmp_path,
+        workspace,
+        fake_ollama,
+        h.calc_script(FIXED, {"review": lambda: calc.write_text(MINE)}),
     )
     run_id = report["run_id"]
     refused = env.flow("undo", run_id, "--workspace", str(workspace))
@@ -88,7 +65,7 @@ def test_an_edit_saved_during_review_is_never_undone(
 def test_every_kind_of_later_change_is_a_conflict(
     env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama, change: str
 ) -> None:
-    report = _run(env, h, tmp_path, workspace, fake_ollama, _script(BROKEN))
+    report = _run(env, h, tmp_path, workspace, fake_ollama, h.calc_script(BROKEN))
     run_id = report["run_id"]
     notes, calc = workspace / "notes.md", workspace / "calc.py"
     target = notes
@@ -135,8 +112,8 @@ def test_every_kind_of_later_change_is_a_conflict(
 def test_undo_names_the_later_run_that_changed_the_file(
     env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
 ) -> None:
-    first = _run(env, h, tmp_path, workspace, fake_ollama, _script(BROKEN))
-    second = _run(env, h, tmp_path, workspace, fake_ollama, _script("x = 1\n"))
+    first = _run(env, h, tmp_path, workspace, fake_ollama, h.calc_script(BROKEN))
+    second = _run(env, h, tmp_path, workspace, fake_ollama, h.calc_script("x = 1\n"))
     refused = env.flow("undo", first["run_id"], "--workspace", str(workspace))
     assert refused.code == 1
     assert f"calc.py (changed since the run; run {second['run_id']} wrote it later)" in (
@@ -156,7 +133,7 @@ def test_apply_merges_per_file_and_names_only_real_changes(
 ) -> None:
     workspace = repo
     calc = workspace / "calc.py"
-    report = _run(env, h, tmp_path, workspace, fake_ollama, _script(BROKEN), "--isolate")
+    report = _run(env, h, tmp_path, workspace, fake_ollama, h.calc_script(BROKEN), "--isolate")
     run_id = report["run_id"]
     assert report["isolation"]["applied"] is False  # BROKEN fails the unit check
     calc.write_text(MINE)  # the person's edit to a file the run also changed

@@ -306,3 +306,22 @@ def test_a_run_still_in_progress_is_not_undone(store: RunStore, ws: Path) -> Non
     rec.save_meta(pid=2**22 + 12345)  # a pid no process has: the run died
     with Workspace(str(ws)) as w:
         assert undo_run(store, store.get(rec.id), w).restored == ["a.py"]
+
+
+def test_a_reused_pid_does_not_keep_a_dead_run_running(store: RunStore, ws: Path) -> None:
+    rec = store.begin(workspace=str(ws), task="t")
+    rec.pre_image("a.py", (ws / "a.py").read_bytes())
+    (ws / "a.py").write_text("a = 2\n")
+    rec.post_state("a.py", sha256(b"a = 2\n"), stat.S_IMODE((ws / "a.py").stat().st_mode))
+    assert store.get(rec.id).status == "running"  # this process, alive
+    if rec.meta.get("pid_start") is None:
+        pytest.skip("/proc cannot tell when a process started")
+    # Our own pid, but another start time: the process that ran it is gone.
+    rec.save_meta(pid_start="1")
+    info = store.get(rec.id)
+    assert (info.status, info.interrupted) == ("abandoned", True)
+    assert "+a = 2" in (info.dir / "diff.patch").read_text()
+    assert info.changed_files == ["a.py"]
+    with Workspace(str(ws)) as w:
+        assert undo_run(store, info, w).restored == ["a.py"]
+    assert (ws / "a.py").read_text() == "a = 1\n"

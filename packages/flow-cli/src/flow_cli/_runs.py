@@ -123,7 +123,7 @@ def pick(ctx: StoreContext, run_id: str | None) -> RunInfo:
 def describe_status(info: RunInfo) -> str:
     """The status with what happened to the record afterwards (undone, applied, isolated)."""
     meta = info.meta
-    status = "interrupted (process gone)" if info.interrupted else info.status
+    status = "abandoned (process gone)" if info.interrupted else info.status
     extra: list[str] = []
     if meta.get("isolated"):
         extra.append("applied" if meta.get("applied") else "isolated, not applied")

@@ -46,7 +46,9 @@ class StdoutGuard:
         StdoutGuard.emitted = True
         fd = self._stdio.stdout_fd if self._stdio is not None else 1
         view = memoryview((text + "\n").encode("utf-8"))
-        with contextlib.suppress(BrokenPipeError):
+        # A reader that went away (a pipe closed, a terminal hung up: EPIPE, EIO) loses the
+        # report; the run's record already holds it.
+        with contextlib.suppress(OSError):
             while view:
                 written = os.write(fd, view)
                 view = view[written:]

@@ -518,13 +518,14 @@ def run_tui(opts: CommonOptions) -> int:
         return EXIT_CODES[error_category(err.code)]
 
     def leave(signum: int) -> bool:
-        # SIGTERM: stop a running task (its check process groups are killed), then leave.
+        # SIGTERM or SIGHUP (the terminal closed): stop a running task (its check process
+        # groups are killed, its record says interrupted), then leave.
         if tui.runtime is not None:
             tui.runtime.interrupt()
         raise SystemExit(130)
 
     try:
-        with Interrupts(leave, signals=(signal.SIGTERM,)).installed():
+        with Interrupts(leave, signals=(signal.SIGTERM, signal.SIGHUP)).installed():
             return tui.loop()
     finally:
         tui.close()

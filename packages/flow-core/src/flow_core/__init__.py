@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         report_json_schema as report_json_schema,
     )
     from flow_core._signals import (
+        STOP_SIGNALS as STOP_SIGNALS,
         Interrupts as Interrupts,
     )
     from flow_core._stdio import (
@@ -217,7 +218,10 @@ else:
                 "Verification",
                 "report_json_schema",
             ),
-            "flow_core._signals": ("Interrupts",),
+            "flow_core._signals": (
+                "STOP_SIGNALS",
+                "Interrupts",
+            ),
             "flow_core._stdio": ("StdioTakeover",),
             "flow_core._xdg": ("state_dir",),
             "flow_core.config._load": (

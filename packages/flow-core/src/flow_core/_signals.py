@@ -1,4 +1,4 @@
-"""First signal interrupts, second forces: the one SIGINT/SIGTERM rule of every front end.
+"""First signal interrupts, second forces: the one SIGINT/SIGTERM/SIGHUP rule of every front end.
 
 The CLI, the TUI and the MCP server all follow it:
 
@@ -10,6 +10,10 @@ The CLI, the TUI and the MCP server all follow it:
 
 A callback may also raise (the MCP server raises ``KeyboardInterrupt`` to unwind its request;
 the TUI raises ``SystemExit(130)`` on SIGTERM to leave).
+
+SIGHUP (the terminal was closed, or a supervisor asks to stop) is handled exactly like SIGTERM:
+left at its default it would kill the process without a report, leaving a record that says
+``running`` (``docs/architecture.md``, "Run store").
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["Interrupts"]
+__all__ = ["STOP_SIGNALS", "Interrupts"]
+
+#: The signals that stop a command cleanly: Ctrl-C, ``kill``, and a closed terminal.
+STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Interrupts:
@@ -30,7 +37,7 @@ class Interrupts:
         interrupt: called with the signal number on the first signal; returns True when it
             arranged a clean stop, False when there is nothing to stop (the signal then
             forces at once). None: every signal forces.
-        signals: the signals handled (default SIGINT and SIGTERM).
+        signals: the signals handled (default ``STOP_SIGNALS``: SIGINT, SIGTERM, SIGHUP).
 
     Attributes:
         count: signals received so far.
@@ -41,7 +48,7 @@ class Interrupts:
         self,
         interrupt: Callable[[int], bool] | None = None,
         *,
-        signals: Sequence[signal.Signals] = (signal.SIGINT, signal.SIGTERM),
+        signals: Sequence[signal.Signals] = STOP_SIGNALS,
     ) -> None:
         self._interrupt = interrupt
         self._signals = tuple(signals)

@@ -8,7 +8,7 @@ to ``route`` on that thread first: ``route`` answers what must not wait (``ping`
 it (a cancellation) and returns True; everything else is queued for the main thread, which
 serves requests one at a time, in arrival order.
 
-The thread blocks SIGINT and SIGTERM, so the interpreter's signal handlers run on the main
+The thread blocks SIGINT, SIGTERM and SIGHUP, so the interpreter's signal handlers run on the main
 thread, which waits on the queue with a short timeout to notice them promptly.
 """
 
@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from flow_core import STOP_SIGNALS
 from flow_mcp._framing import FrameError, FrameReader, decode
 
 __all__ = ["EOF", "Inbox", "InboxItem"]
@@ -109,7 +110,7 @@ class Inbox:
 
     def _pump(self) -> None:
         with contextlib.suppress(AttributeError, OSError, ValueError):
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            signal.pthread_sigmask(signal.SIG_BLOCK, set(STOP_SIGNALS))
         try:
             while True:
                 try:

@@ -70,7 +70,13 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
         report = runtime._failed_report(task, err.code, err.message)
         journal.finish(report, isolated=True, applied=False)
         return report.model_copy(update={"run_id": record.id, "run_dir": str(record.dir)})
-    record.save_meta(isolation=tree.kind, tree_root=str(tree.root), tree_top=str(tree.top))
+    # Where the tree is, so a reader can settle the record if this process dies (store/_reap).
+    record.save_meta(
+        isolation=tree.kind,
+        tree_root=str(tree.root),
+        tree_top=str(tree.top),
+        tree_git_top=None if tree.git_top is None else str(tree.git_top),
+    )
     runtime._use_config(original.model_copy(update={"workspace_dir": tree.root}))
     try:
         report = runtime._run_journaled(task, journal)

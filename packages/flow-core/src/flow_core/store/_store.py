@@ -71,15 +71,33 @@ def _inside(path: Path, root: Path) -> bool:
         return False
 
 
-def _pid_alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (``/proc/PID/stat`` field 22, in clock
+    ticks since boot; proc(5)), or None where ``/proc`` cannot tell. With the pid it names one
+    process: a pid the kernel reused for another process has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read(4096)
+    except OSError:
+        return None
+    fields = raw.rsplit(b")", 1)[-1].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def pid_alive(pid: Any, start: Any = None) -> bool:
+    """Whether process ``pid`` exists and, when ``start`` is known, is the one that started
+    then (not a later process that got the same pid)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
+    if isinstance(start, str):
+        now = process_start(pid)
+        return now is None or now == start
     return True
 
 
@@ -92,9 +110,10 @@ class RunInfo:
         kind: ``"run"`` or ``"undo"``.
         created: UTC ISO 8601 time the record was started.
         workspace: the workspace root it changed (absolute path).
-        status: ``"running"`` while it runs (or when it died without finishing), then the
-            report's status (``verified``, ``unverified``, ...) or ``undone``/``failed`` for an
-            undo.
+        status: ``"running"`` while it runs, then the report's status (``verified``,
+            ``unverified``, ``interrupted``, ...), ``undone``/``failed`` for an undo, or
+            ``abandoned`` for a record whose process died without finishing it (set by the
+            first reader that finds the process gone: ``store/_reap.py``).
         task: the task text (runs), or None.
         changed_files: paths left changed, as recorded at the end (may be empty for a
             record that never finished; ``RunRecord.changed_files`` reads the live log).
@@ -115,7 +134,12 @@ class RunInfo:
     @property
     def interrupted(self) -> bool:
         """The record never finished and its process is gone (killed, crashed, power loss)."""
-        return self.status == "running" and not _pid_alive(self.meta.get("pid"))
+        return self.status == "abandoned" or (self.status == "running" and not self.alive)
+
+    @property
+    def alive(self) -> bool:
+        """The process that writes this record is still running."""
+        return pid_alive(self.meta.get("pid"), self.meta.get("pid_start"))
 
 
 class RunStore:
@@ -209,6 +233,7 @@ class RunStore:
                 "task": task,
                 "status": "running",
                 "pid": os.getpid(),
+                "pid_start": process_start(os.getpid()),
                 "flow_version": __version__,
                 **meta,
             },
@@ -221,6 +246,17 @@ class RunStore:
     # -- reading --------------------------------------------------------------------------------
 
     def _info(self, directory: Path) -> RunInfo | None:
+        """A record's summary; one whose process died without finishing it is first settled
+        as ``abandoned`` (``store/_reap.py``), so no reader ever sees a dead ``running``."""
+        info = self._read_info(directory)
+        if info is not None and info.status == "running" and not info.alive:
+            from flow_core.store._reap import abandon
+
+            abandon(self, info)
+            info = self._read_info(directory)
+        return info
+
+    def _read_info(self, directory: Path) -> RunInfo | None:
         try:
             meta = json.loads(read_small(directory / "meta.json", _META_LIMIT))
         except (OSError, ValueError):
@@ -304,7 +340,7 @@ class RunStore:
         horizon = self.limits.max_age_days
         removed: list[str] = []
         for index, info in enumerate(self.list()):
-            if info.status == "running" and _pid_alive(info.meta.get("pid")):
+            if info.status == "running" and info.alive:
                 continue
             too_many = index >= self.limits.keep - 1  # room for the one about to start
             too_old = horizon > 0 and _age_days(info.created, moment) > horizon
