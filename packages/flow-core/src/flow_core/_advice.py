@@ -222,6 +222,10 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "XDG_STATE_HOME points into the project or to a folder you cannot write",
             "set XDG_STATE_HOME to a private folder outside the project",
         ),
+        "workspace_busy": (
+            "a second run (or an undo or apply) started on a workspace a run is writing",
+            'wait for it, use --isolate, or set [runs] when_busy = "wait" or "isolate"',
+        ),
         "undo_conflict": (
             "a file the run changed was edited afterwards",
             "look at the file; flow undo ID --force undoes anyway",

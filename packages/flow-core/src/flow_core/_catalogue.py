@@ -124,6 +124,8 @@ _FLOW_CODES: dict[str, str] = {
     "([runs] max_run_bytes); raise it or make smaller changes",
     "run_store_unusable": "the run store cannot be created or lies inside the workspace; set "
     "XDG_STATE_HOME to a private directory outside the project",
+    "workspace_busy": "another run, undo or apply is writing the same workspace; nothing was "
+    "written (the message names it); wait, run with --isolate, or set [runs] when_busy",
     "undo_conflict": "a file changed after the run, so undo changed nothing; look at it, then "
     "flow undo ID --force",
     "undo_failed": "a stored image is missing or corrupt, or a file could not be written "

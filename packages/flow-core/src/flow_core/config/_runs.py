@@ -29,6 +29,10 @@ class RunsConfig(BaseModel):
             place and says how to undo them; ``"rollback"`` restores the pre-images at once.
         isolate: run every ``flow run`` in a git worktree or private copy outside the
             workspace and apply only a verified change (the CLI's ``--isolate``).
+        when_busy: what a run that would write the workspace does while another run, undo or
+            apply holds its lock (``store/_lock.py``): ``"refuse"`` (default; error
+            ``workspace_busy``), ``"wait"`` until it is free, or ``"isolate"`` (run isolated,
+            which is always allowed, and apply when verified and the workspace is free).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -39,3 +43,4 @@ class RunsConfig(BaseModel):
     max_run_bytes: int = Field(default=128 * 1024 * 1024, ge=1024 * 1024)
     on_unverified: Literal["keep", "rollback"] = "keep"
     isolate: bool = False
+    when_busy: Literal["refuse", "wait", "isolate"] = "refuse"

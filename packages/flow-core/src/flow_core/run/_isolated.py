@@ -9,9 +9,10 @@
 3. the new bytes of every changed file are kept in the record (``post/NNNN``);
 4. the tree is removed (``git worktree remove --force`` and ``git worktree prune``);
 5. a verified change is applied to the real workspace as one patch
-   (``flow_core.store.apply_run``), refused when any of its files no longer holds the bytes
-   the run started from; an unverified change is not applied and stays in the record for
-   ``flow show ID --diff`` and ``flow apply ID``.
+   (``flow_core.store.apply_run``) under the workspace's writer lock (``store/_lock.py``),
+   refused when another run holds it (``workspace_busy``) or when any of its files no longer
+   holds the bytes the run started from; an unverified change is not applied and stays in the
+   record for ``flow show ID --diff`` and ``flow apply ID``.
 
 Source: flow-core's README, "Isolated runs".
 """
@@ -94,7 +95,11 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
         reason = f"not verified ({report.status}): kept in the run record"
     else:
         try:
-            with Workspace(workspace, protected=tuple(original.protected)) as ws:
+            with (
+                store.workspace_lock(workspace) as lock,
+                Workspace(workspace, protected=tuple(original.protected)) as ws,
+            ):
+                lock.acquire(wait=False, what="apply", run_id=record.id)
                 apply_run(store, store.get(record.id), ws, own_run=True)
             applied = True
         except (StoreError, SafeIOError) as err:

@@ -199,18 +199,49 @@ class Runtime:
             self._state.errors.extend(problems)
             return self._report("run", "error", ok=False)
         isolate = self.config.runs.isolate if isolate is None else isolate
-        if isolate and self.trusted and self._editor is None:
-            from flow_core.run._isolated import run_isolated
-            from flow_core.store import RunStore, StoreError
+        writes = self.trusted and self._editor is None
+        if isolate and writes:
+            return self._run_isolated(task)
+        if not self.trusted or self._store is None:
+            return self._run_recorded(task)
+        from flow_core.store import StoreError
 
-            try:
-                store = self._store or RunStore.for_workspace(
-                    self.config.workspace_dir, self.config.runs
+        # One workspace, one writer (store/_lock.py): held until the record is finished.
+        try:
+            lock = self._store.workspace_lock(self.config.workspace_dir)
+            busy = lock.try_acquire(what="run")
+            if busy is not None and self.config.runs.when_busy == "isolate" and writes:
+                return self._run_isolated(task)
+            if busy is not None:
+                self._state = self._new_state(task)
+                if self.config.runs.when_busy == "wait":
+                    from flow_core.store._lock import busy_message
+
+                    # stderr: every front end keeps stdout for its one report or protocol
+                    sys.stderr.write(f"flow: waiting: {busy_message(str(lock.workspace), busy)}\n")
+                    sys.stderr.flush()
+                lock.acquire(
+                    wait=self.config.runs.when_busy == "wait",
+                    should_stop=lambda: self._state.stop,
+                    what="run",
                 )
-                return run_isolated(self, task, store)
-            except StoreError as err:
-                return self._failed_report(task, err.code, err.message)
-        return self._run_recorded(task)
+        except StoreError as err:
+            return self._failed_report(task, err.code, err.message)
+        with lock:
+            return self._run_recorded(task)
+
+    def _run_isolated(self, task: str) -> Report:
+        """``run_isolated`` in the user's store (or the attached one)."""
+        from flow_core.run._isolated import run_isolated
+        from flow_core.store import RunStore, StoreError
+
+        try:
+            store = self._store or RunStore.for_workspace(
+                self.config.workspace_dir, self.config.runs
+            )
+            return run_isolated(self, task, store)
+        except StoreError as err:
+            return self._failed_report(task, err.code, err.message)
 
     def _run_recorded(self, task: str) -> Report:
         """A run in the workspace itself, recorded when a store is attached."""

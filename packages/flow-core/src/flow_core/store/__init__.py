@@ -1,7 +1,9 @@
 """The run store: every run's record outside the workspace, undo, and isolated runs.
 
 See ``_record`` (a record's layout), ``_store`` (where records live, listing, pruning),
-``_undo`` (undo and apply) and ``_isolate`` (worktrees and private copies). Names load on
+``_undo`` (undo and apply), ``_isolate`` (worktrees and private copies), ``_lock`` (one
+writer per workspace) and ``_reap`` (settling the record of a run whose process died). Names
+load on
 first use (``flow_core._lazy.lazy_door``): ``flow status`` checks where the store lives
 without loading undo, apply or isolation.
 """
@@ -17,6 +19,9 @@ if TYPE_CHECKING:
         IsolatedTree as IsolatedTree,
         prepare_tree as prepare_tree,
         remove_tree as remove_tree,
+    )
+    from flow_core.store._lock import (
+        WorkspaceLock as WorkspaceLock,
     )
     from flow_core.store._record import (
         FileEntry as FileEntry,
@@ -40,6 +45,7 @@ else:
         __name__,
         {
             "flow_core.store._isolate": ("IsolatedTree", "prepare_tree", "remove_tree"),
+            "flow_core.store._lock": ("WorkspaceLock",),
             "flow_core.store._record": ("FileEntry", "RunRecord", "StoreError", "sha256"),
             "flow_core.store._store": ("RunInfo", "RunStore", "default_store_root"),
             "flow_core.store._undo": ("ApplyResult", "UndoResult", "apply_run", "undo_run"),

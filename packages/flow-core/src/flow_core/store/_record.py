@@ -63,7 +63,8 @@ class StoreError(FlowError):
     """The run store cannot be used, or a run record refuses an operation.
 
     Codes: ``run_store_unusable``, ``run_not_found``, ``run_store_full``, ``undo_conflict``,
-    ``undo_failed``, ``apply_conflict``, ``apply_refused``, ``isolate_failed``.
+    ``undo_failed``, ``apply_conflict``, ``apply_refused``, ``isolate_failed``,
+    ``workspace_busy``.
     """
 
     default_code = "run_store_unusable"

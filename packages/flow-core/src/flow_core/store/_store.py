@@ -18,11 +18,14 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flow_core.__about__ import __version__
 from flow_core.config._runs import RunsConfig
 from flow_core.store._record import RunRecord, StoreError, now_iso, read_small
+
+if TYPE_CHECKING:
+    from flow_core.store._lock import WorkspaceLock
 
 __all__ = ["RunInfo", "RunStore", "default_store_root"]
 
@@ -193,6 +196,17 @@ class RunStore:
             raise StoreError(f"the run store {self.root} is not a directory; remove it")
         if st.st_uid == os.getuid() and st.st_mode & 0o077:
             os.chmod(self.root, 0o700)
+
+    def workspace_lock(self, workspace: str | os.PathLike[str]) -> WorkspaceLock:
+        """The writer's lock of ``workspace`` (``store/_lock.py``), not yet taken.
+
+        Raises:
+            StoreError: the store cannot be created.
+        """
+        from flow_core.store._lock import WorkspaceLock
+
+        self._ensure_root()
+        return WorkspaceLock(self.root, workspace)
 
     # -- creating -------------------------------------------------------------------------------
 

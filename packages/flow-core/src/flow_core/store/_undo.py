@@ -211,11 +211,21 @@ def undo_run(
     Raises:
         StoreError: ``undo_nothing`` (an isolated run never applied, or already undone),
             ``undo_conflict`` (files changed since the run, each named with why and the later
-            runs that wrote it; nothing was written), ``undo_failed`` (a stored pre-image is
+            runs that wrote it; nothing was written), ``workspace_busy`` (a run, undo or
+            apply is writing the workspace now), ``undo_failed`` (a stored pre-image is
             missing or corrupt, a link is in the way, or a write failed: everything written
             was put back).
     """
     _refuse_live(info, "undo")
+    with store.workspace_lock(info.workspace) as lock:
+        lock.acquire(wait=False, what="undo", run_id=info.id)
+        return _undo_locked(store, info, workspace, force=force)
+
+
+def _undo_locked(
+    store: RunStore, info: RunInfo, workspace: Workspace, *, force: bool
+) -> UndoResult:
+    """``undo_run`` once the workspace's writer lock is held."""
     meta = info.meta
     if meta.get("isolated") and not meta.get("applied"):
         raise StoreError(
@@ -325,16 +335,26 @@ def apply_run(
 
     Args:
         own_run: the caller is the process still running that run (``run_isolated`` applying
-            its verified change); anyone else must wait for the run to end.
+            its verified change, holding the workspace's lock); anyone else must wait for the
+            run to end, and takes the lock itself.
 
     Raises:
         StoreError: ``apply_refused`` (not an isolated run, or already applied),
             ``apply_conflict`` (the workspace changed meanwhile, each file named),
+            ``workspace_busy`` (a run, undo or apply is writing the workspace now),
             ``undo_failed`` (a stored image is missing or corrupt) or ``apply_conflict``
             after a failed write (put back).
     """
-    if not own_run:
-        _refuse_live(info, "apply")
+    if own_run:  # the running isolated run holds the workspace's lock already
+        return _apply_locked(store, info, workspace)
+    _refuse_live(info, "apply")
+    with store.workspace_lock(info.workspace) as lock:
+        lock.acquire(wait=False, what="apply", run_id=info.id)
+        return _apply_locked(store, info, workspace)
+
+
+def _apply_locked(store: RunStore, info: RunInfo, workspace: Workspace) -> ApplyResult:
+    """``apply_run`` once the workspace's writer lock is held."""
     meta = info.meta
     if not meta.get("isolated"):
         raise StoreError(
