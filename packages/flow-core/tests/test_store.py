@@ -257,6 +257,35 @@ def test_worktree_carries_uncommitted_state_and_leaves_git_clean(tmp_path: Path,
     assert not (ws / ".git" / "worktrees").exists() or not os.listdir(ws / ".git" / "worktrees")
 
 
+@needs_git
+def test_worktree_reproduces_staged_removed_and_submodule_state(tmp_path: Path, ws: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "helper.py").write_text("VALUE = 1\n")
+    _git(lib, "init", "-q")
+    _git(lib, "add", ".")
+    _git(lib, "commit", "-q", "-m", "lib")
+    _git(ws, "init", "-q")
+    (ws / "old.py").write_text("o = 1\n")
+    _git(ws, "add", ".")
+    _git(ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    _git(ws, "commit", "-q", "-m", "init")
+    (ws / "test_new.py").write_text("def test_x(): pass\n")
+    _git(ws, "add", "test_new.py")  # staged: the working copy matches the index
+    _git(ws, "rm", "-q", "old.py")  # staged removal
+    (ws / "lib" / "helper.py").write_text("VALUE = 2\n")  # a change inside the submodule
+    tree = prepare_tree(ws, tmp_path / "runs" / "r2" / "tree")
+    try:
+        assert (tree.root / "test_new.py").read_text() == "def test_x(): pass\n"
+        assert not (tree.root / "old.py").exists()
+        assert (tree.root / "lib" / "helper.py").read_text() == "VALUE = 2\n"
+        assert not (tree.root / "lib" / ".git").exists()
+        assert (tree.root / "a.py").read_text() == "a = 1\n"
+    finally:
+        remove_tree(tree)
+    assert _git(ws, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
 def test_private_copy_skips_generated_folders(tmp_path: Path, ws: Path) -> None:
     (ws / ".venv").mkdir()
     (ws / ".venv" / "x").write_text("x")

@@ -1,12 +1,17 @@
 """Isolated runs: a private tree outside the workspace where the whole workflow runs.
 
 For a git workspace the tree is a linked worktree (``git worktree add --detach`` of ``HEAD``)
-inside the run's record folder; the user's uncommitted state is then copied over it (modified
-and untracked, not ignored, files; deleted files are deleted), so the run starts from exactly
-what the user sees. Ignored files (``.venv``, build outputs) are not copied: checks keep using
-the executables resolved in the real workspace. Git runs hardened (``flow_core/_git.py``: no
-hook, fsmonitor, filter, converter or system/global configuration): a ``post-checkout`` hook
-or a smudge filter is project code nobody approved.
+inside the run's record folder; the user's uncommitted state is then copied over it (every
+path whose working-tree state differs from ``HEAD``: unstaged and staged changes, files added
+with ``git add`` or removed with ``git rm``, deletions, and untracked files that are not
+ignored), so the run starts from exactly what the user sees. Submodules are copied as they are
+checked out in the workspace (their commit and local changes, without their ``.git``); one
+that cannot be copied refuses the run (``isolate_failed``). Git LFS files stay the pointers
+the repository holds (every filter is blanked: no download). Ignored files (``.venv``, build
+outputs) are not copied: checks keep using the executables resolved in the real workspace.
+Git runs hardened (``flow_core/_git.py``: no hook, fsmonitor, filter, converter or
+system/global configuration): a ``post-checkout`` hook or a smudge filter is project code
+nobody approved.
 Without git (or without a first commit) the tree is a private copy of the workspace that skips
 the generated and environment folders (``flow_safeio.SKIPPED_DIRS``) and keeps symbolic links
 as links. Afterwards the worktree is removed (``git worktree remove --force`` then
@@ -78,12 +83,12 @@ def _copy_entry(src: Path, dst: Path) -> None:
     """Copy one file or symbolic link (never followed); remove ``dst`` when ``src`` is gone."""
     try:
         st = os.lstat(src)
-    except FileNotFoundError:
-        with contextlib.suppress(FileNotFoundError):
+    except (FileNotFoundError, NotADirectoryError):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError, IsADirectoryError):
             os.unlink(dst)
         return
     dst.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(FileNotFoundError):
+    with contextlib.suppress(FileNotFoundError, IsADirectoryError):
         os.unlink(dst)
     if stat.S_ISLNK(st.st_mode):
         os.symlink(os.readlink(src), dst)
@@ -110,20 +115,82 @@ def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTr
         )
     tree = IsolatedTree("git-worktree", dest, dest / prefix, top)
     try:
-        listed = _git(workspace, "ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", "--")
-        if listed.returncode:
-            raise StoreError(
-                f"git ls-files failed: {listed.stderr.decode(errors='replace').strip()}",
-                code="isolate_failed",
-            )
-        for raw in sorted(set(listed.stdout.split(b"\0"))):
-            rel = os.fsdecode(raw)
-            if rel and not _skipped(workspace, rel):
+        submodules = _submodules(workspace)
+        for rel in _differing(workspace):
+            if rel not in submodules and not _skipped(workspace, rel):
                 _copy_entry(workspace / rel, tree.root / rel)
+        for rel in sorted(submodules):
+            _copy_submodule(workspace / rel, tree.root / rel)
     except BaseException:
         remove_tree(tree)
         raise
     return tree
+
+
+def _listed(workspace: Path, *args: str) -> set[str]:
+    """The NUL-separated paths a git command prints (relative to ``workspace``).
+
+    Raises:
+        StoreError: ``isolate_failed`` when git fails.
+    """
+    out = _git(workspace, *args)
+    if out.returncode:
+        raise StoreError(
+            f"git {args[0]} failed: {out.stderr.decode(errors='replace').strip()}",
+            code="isolate_failed",
+        )
+    return {os.fsdecode(raw) for raw in out.stdout.split(b"\0") if raw}
+
+
+def _differing(workspace: Path) -> list[str]:
+    """Every path whose working-tree state differs from ``HEAD``: unstaged and staged changes
+    (a file added or ``git rm``-ed, whose working copy matches the index), deletions, and
+    untracked files that are not ignored. Paths relative to ``workspace``, sorted."""
+    index = _listed(workspace, "ls-files", "-z", "-m", "-o", "-d", "--exclude-standard", "--")
+    head = _listed(workspace, "diff", "--name-only", "-z", "--no-renames", "--relative", "HEAD")
+    return sorted(index | head)
+
+
+def _submodules(workspace: Path) -> set[str]:
+    """The submodule paths (gitlinks, mode 160000) of the index, relative to ``workspace``."""
+    out = _git(workspace, "ls-files", "-z", "-s", "--")
+    if out.returncode:
+        raise StoreError(
+            f"git ls-files failed: {out.stderr.decode(errors='replace').strip()}",
+            code="isolate_failed",
+        )
+    found: set[str] = set()
+    for raw in out.stdout.split(b"\0"):
+        meta, _, path = raw.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            found.add(os.fsdecode(path))
+    return found
+
+
+def _copy_submodule(src: Path, dst: Path) -> None:
+    """A submodule's files as the user has them checked out (its commit and local changes;
+    not its ``.git``, not its generated folders); an empty folder stays empty.
+
+    Raises:
+        StoreError: ``isolate_failed`` when a checked-out submodule cannot be copied.
+    """
+    if not src.is_dir() or src.is_symlink():
+        return
+    try:
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst, symlinks=True, ignore=_not_copied_submodule)
+    except (OSError, shutil.Error) as err:
+        raise StoreError(
+            f"the submodule {src.name} cannot be reproduced in the isolated tree ({err}); "
+            "run without --isolate",
+            code="isolate_failed",
+        ) from err
+
+
+def _not_copied_submodule(directory: str, names: list[str]) -> list[str]:
+    """``_not_copied`` plus the submodule's own ``.git`` (a file pointing into the parent's)."""
+    return [*_not_copied(directory, names), *(n for n in names if n == ".git")]
 
 
 def _copy(workspace: Path, dest: Path) -> IsolatedTree:
