@@ -209,6 +209,7 @@ def test_isolated_unverified_run_is_kept_and_applied_on_request(
         ("no_checks", "preflight_no_required_check"),
         ("missing_program", "preflight_check_missing"),
         ("blank_task", "preflight_empty_task"),
+        ("tree_too_large", "preflight_tree_too_large"),
     ],
 )
 def test_preflight_refuses_before_any_model_request(
@@ -221,6 +222,10 @@ def test_preflight_refuses_before_any_model_request(
     elif case == "missing_program":
         checks = h.check_table("unit", ["no-such-flow-check-xyz"])
         cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url, checks=checks)
+    elif case == "tree_too_large":  # 12 files, a watch of 10: refused before the planner
+        for n in range(11):
+            (workspace / f"data{n}.txt").write_text("x\n")
+        cfg = _config(h, tmp_path, workspace, fake.url, "[runs]\nwatch_max_files = 10\n")
     else:
         cfg = _config(h, tmp_path, workspace, fake.url)
         task = "  \n "
@@ -233,7 +238,7 @@ def test_preflight_refuses_before_any_model_request(
     assert (workspace / "calc.py").read_text() == ORIGINAL
     assert not (state / "flow" / "runs").exists() or not os.listdir(state / "flow" / "runs")
     status = env.flow("status", "--config", str(cfg))
-    if case != "blank_task":
+    if case not in ("blank_task", "tree_too_large"):  # status never walks the tree
         assert status.code == 0
         assert code in [w["code"] for w in status.json()["warnings"]]
         assert status.json()["ok"] is False

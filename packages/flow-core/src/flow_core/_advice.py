@@ -250,6 +250,10 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "no check has required = true",
             "add a [checks.NAME] table with cmd and required = true",
         ),
+        "preflight_tree_too_large": (
+            "a workspace with more files than [runs] watch_max_files (a vendored tree, data)",
+            "raise [runs] watch_max_files, or keep the bulk in a generated folder",
+        ),
         "preflight_workspace_missing": (
             "a typo in workspace_dir or --workspace, or the folder was removed",
             "pass an existing directory with --workspace or fix workspace_dir",

@@ -202,6 +202,7 @@ _USAGE: Final = frozenset(
         "preflight_empty_task",
         "preflight_model_missing",
         "preflight_no_required_check",
+        "preflight_tree_too_large",
         "preflight_workspace_missing",
         "run_not_found",
         "run_store_unusable",

@@ -33,6 +33,9 @@ class RunsConfig(BaseModel):
             apply holds its lock (``store/_lock.py``): ``"refuse"`` (default; error
             ``workspace_busy``), ``"wait"`` until it is free, or ``"isolate"`` (run isolated,
             which is always allowed, and apply when verified and the workspace is free).
+        watch_max_files: most files (outside generated folders) the whole-tree watch records;
+            a trusted run on a bigger tree is refused by the preflight, before any model
+            request (``preflight_tree_too_large``), since its run could never be verified.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -44,3 +47,4 @@ class RunsConfig(BaseModel):
     on_unverified: Literal["keep", "rollback"] = "keep"
     isolate: bool = False
     when_busy: Literal["refuse", "wait", "isolate"] = "refuse"
+    watch_max_files: int = Field(default=250_000, ge=1, le=10_000_000)

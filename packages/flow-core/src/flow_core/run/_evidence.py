@@ -37,7 +37,13 @@ from flow_core._report import (
     TreeWatch,
 )
 from flow_core.run._changes import unified_diff
-from flow_core.verify._fingerprint import Fingerprint, TreeChange, compare, take_fingerprint
+from flow_core.verify._fingerprint import (
+    DEFAULT_MAX_FILES,
+    Fingerprint,
+    TreeChange,
+    compare,
+    take_fingerprint,
+)
 from flow_core.verify._junit import (
     JUNIT_PLACEHOLDER,
     JUnitError,
@@ -126,6 +132,7 @@ class RunEvidence:
     last: Fingerprint | None = None
     outside: list[TreeChange] = field(default_factory=list)
     tree: TreeWatch | None = None
+    max_files: int = DEFAULT_MAX_FILES
 
     # -- structured results ---------------------------------------------------------------------
 
@@ -175,9 +182,13 @@ class RunEvidence:
 
     # -- the whole tree -------------------------------------------------------------------------
 
-    def watch_start(self, root: Path) -> None:
-        """The base fingerprint (pre-images of small files kept for the diff)."""
-        self.base = self.last = take_fingerprint(root, also=_WATCH_ALSO, keep=True)
+    def watch_start(self, root: Path, max_files: int = DEFAULT_MAX_FILES) -> None:
+        """The base fingerprint (pre-images of small files kept for the diff); ``max_files``
+        is ``[runs] watch_max_files``, kept for the later fingerprints too."""
+        self.max_files = max_files
+        self.base = self.last = take_fingerprint(
+            root, also=_WATCH_ALSO, keep=True, max_files=max_files
+        )
 
     def watch_check(self, root: Path, written: Mapping[str, str | None]) -> list[str]:
         """Fingerprint again and compare with the base; return the gate's reasons.
@@ -192,7 +203,7 @@ class RunEvidence:
         """
         if self.base is None:
             return []
-        now = take_fingerprint(root, previous=self.last, also=_WATCH_ALSO)
+        now = take_fingerprint(root, previous=self.last, also=_WATCH_ALSO, max_files=self.max_files)
         self.last = now
         self.outside = compare(self.base, now, written=written)
         self.tree = TreeWatch(

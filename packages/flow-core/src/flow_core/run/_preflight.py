@@ -31,6 +31,9 @@ PREFLIGHT_CODES: dict[str, str] = {
     "verified; add a [checks.NAME] table with required = true",
     "preflight_workspace_missing": "the workspace directory does not exist (any more); fix "
     "workspace_dir or --workspace",
+    "preflight_tree_too_large": "the workspace holds more files (outside generated folders) "
+    "than the whole-tree watch records, so no run there could be verified; raise [runs] "
+    "watch_max_files, or add the bulk to .gitignore-style generated folders",
     "check_timeout_short": "a check's timeout is under 1,000 ms; check timeouts are in "
     "milliseconds, so timeout = 60 means 0.06 s: write 60000 for a minute",
 }
@@ -54,6 +57,39 @@ def config_hints(config: FlowConfig) -> list[ErrorInfo]:
         )
         for name, check in config.checks.items()
         if check.timeout < SHORT_TIMEOUT_MS
+    ]
+
+
+def _tree_size(root: str, cap: int) -> list[ErrorInfo]:
+    """``preflight_tree_too_large`` when ``root`` holds more than ``cap`` files and links
+    outside generated folders (the whole-tree watch's rule, ``verify/_fingerprint.py``);
+    the count stops at ``cap + 1``."""
+    from flow_safeio import is_generated_dir
+
+    count = 0
+    stack = [root]
+    while stack and count <= cap:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        git = entry.name.rstrip(". ").casefold() == ".git"
+                        if not git and not is_generated_dir(directory, entry.name):
+                            stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                        count += 1
+        except OSError:
+            continue
+    if count <= cap:
+        return []
+    return [
+        ErrorInfo(
+            code="preflight_tree_too_large",
+            message=f"the workspace {root} holds more than {cap} files outside generated "
+            "folders, more than the whole-tree watch records, so this run could never be "
+            f"verified; fix: raise [runs] watch_max_files above {cap} in the operator config",
+        )
     ]
 
 
@@ -92,6 +128,8 @@ def preflight(config: FlowConfig, *, task: str | None, trusted: bool) -> list[Er
         )
     if not trusted and task is not None:
         return problems
+    if task is not None and os.path.isdir(ws):
+        problems.extend(_tree_size(ws, config.runs.watch_max_files))
     required = {name: c for name, c in config.checks.items() if c.required}
     if not required:
         configured = ", ".join(config.checks) or "none"

@@ -534,7 +534,7 @@ class Runtime:
             if check.results is not None:
                 self._run_one_check(name, None, baseline=True)
         self._state.check_stop()
-        self._evidence.watch_start(self.config.workspace_dir)
+        self._evidence.watch_start(self.config.workspace_dir, self.config.runs.watch_max_files)
 
     def _watch(self, written: Mapping[str, str | None]) -> list[str]:
         """After a review: every change Flow's tools did not make, as gate reasons."""
