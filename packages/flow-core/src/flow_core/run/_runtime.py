@@ -204,31 +204,9 @@ class Runtime:
             return self._run_isolated(task)
         if not self.trusted or self._store is None:
             return self._run_recorded(task)
-        from flow_core.store import StoreError
+        from flow_core.run._exclusive import run_exclusive
 
-        # One workspace, one writer (store/_lock.py): held until the record is finished.
-        try:
-            lock = self._store.workspace_lock(self.config.workspace_dir)
-            busy = lock.try_acquire(what="run")
-            if busy is not None and self.config.runs.when_busy == "isolate" and writes:
-                return self._run_isolated(task)
-            if busy is not None:
-                self._state = self._new_state(task)
-                if self.config.runs.when_busy == "wait":
-                    from flow_core.store._lock import busy_message
-
-                    # stderr: every front end keeps stdout for its one report or protocol
-                    sys.stderr.write(f"flow: waiting: {busy_message(str(lock.workspace), busy)}\n")
-                    sys.stderr.flush()
-                lock.acquire(
-                    wait=self.config.runs.when_busy == "wait",
-                    should_stop=lambda: self._state.stop,
-                    what="run",
-                )
-        except StoreError as err:
-            return self._failed_report(task, err.code, err.message)
-        with lock:
-            return self._run_recorded(task)
+        return run_exclusive(self, task, self._store, may_isolate=writes)
 
     def _run_isolated(self, task: str) -> Report:
         """``run_isolated`` in the user's store (or the attached one)."""
