@@ -3,9 +3,8 @@
 See ``_record`` (a record's layout), ``_store`` (where records live, listing, pruning),
 ``_undo`` (undo and apply), ``_isolate`` (worktrees and private copies), ``_lock`` (one
 writer per workspace) and ``_reap`` (settling the record of a run whose process died). Names
-load on
-first use (``flow_core._lazy.lazy_door``): ``flow status`` checks where the store lives
-without loading undo, apply or isolation.
+load on first use (``flow_core._lazy.lazy_door``): ``flow status`` checks where the store
+lives without loading undo, apply or isolation.
 """
 
 from __future__ import annotations
