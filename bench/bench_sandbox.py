@@ -7,9 +7,13 @@ round by round through the real ``run_check``; medians in milliseconds:
 1. ``true``: the fixed cost of a jail per check;
 2. a small real pytest suite (40 tests in 4 files): the cost on a typical test check.
 
-The jailed runs are also repeated without the ``pids`` cgroup, to show what that part costs,
+The jailed runs are also repeated without the check's cgroups, to show what that part costs,
 and for ``true`` the same bubblewrap command line is run alone (``subprocess.run``): the
 floor that bubblewrap itself sets on this machine.
+
+3. the private check tree (``verify/_tree.py``) for workspaces of 100, 1,000 and 10,000 small
+   files: what listing, copying and removing it costs (``tree_ms``), next to the jailed
+   40-test pytest check on that workspace (``check_ms``, which includes it).
 
 Targets (issue 11): <= +15 ms per check; <= 1.1x on the pytest suite.
 
@@ -31,11 +35,15 @@ from typing import Any
 
 from flow_core import FlowConfig
 from flow_core.verify import _sandbox
+from flow_core.verify._cgroup import CheckCgroup
 from flow_core.verify._checks import run_check
 from flow_core.verify._sandbox import probe_bwrap
+from flow_core.verify._tree import build_tree, plan_workspace
 
 TRUE_ROUNDS = 40
 PYTEST_ROUNDS = 8
+TREE_SIZES = (100, 1_000, 10_000)
+TREE_ROUNDS = 3
 
 
 def _suite(ws: Path) -> None:
@@ -69,21 +77,25 @@ def _once(cfg: FlowConfig) -> float:
 
 
 def _bwrap_alone(ws: Path, argv: list[str]) -> list[str]:
-    """The jail's bubblewrap command line without Flow's descriptors (info and block)."""
+    """The jail's bubblewrap command line without Flow's descriptors (info, block, seccomp),
+    binding the workspace itself where the jail binds its (by then removed) private copy."""
     jail = _sandbox.prepare_jail(argv[0], argv, _config(ws, argv, "auto").sandbox, workspace=ws)
     try:
         cmd = list(jail.argv)
     finally:
         jail.close()
-    for flag in ("--info-fd", "--block-fd"):
-        i = cmd.index(flag)
-        del cmd[i : i + 2]
+    for flag in ("--info-fd", "--block-fd", "--seccomp"):
+        if flag in cmd:
+            i = cmd.index(flag)
+            del cmd[i : i + 2]
+    i = cmd.index("--bind")
+    cmd[i + 1] = str(ws)
     return cmd
 
 
 def _measure(ws: Path, argv: list[str], rounds: int, alone: bool = False) -> dict[str, Any]:
     bare, jailed = _config(ws, argv, "off"), _config(ws, argv, "auto")
-    real_parent = _sandbox._pids_cgroup_parent
+    real_make = _sandbox.make_cgroup
     samples: dict[str, list[float]] = {"bare": [], "jailed": [], "jailed_no_cgroup": []}
     raw = _bwrap_alone(ws, argv) if alone else []
     if alone:
@@ -96,11 +108,11 @@ def _measure(ws: Path, argv: list[str], rounds: int, alone: bool = False) -> dic
             samples["bwrap_alone"].append((time.perf_counter() - started) * 1000.0)
         samples["bare"].append(_once(bare))
         samples["jailed"].append(_once(jailed))
-        _sandbox._pids_cgroup_parent = lambda: (None, "disabled for the benchmark")
+        _sandbox.make_cgroup = lambda values: CheckCgroup()
         try:
             samples["jailed_no_cgroup"].append(_once(jailed))
         finally:
-            _sandbox._pids_cgroup_parent = real_parent
+            _sandbox.make_cgroup = real_make
     med = {k: statistics.median(v) for k, v in samples.items()}
     extra = {"bwrap_alone_ms": round(med["bwrap_alone"], 2)} if alone else {}
     return {
@@ -112,6 +124,34 @@ def _measure(ws: Path, argv: list[str], rounds: int, alone: bool = False) -> dic
         "ratio": round(med["jailed"] / med["bare"], 3),
         "rounds": rounds,
     }
+
+
+def _tree_cost(pytest_argv: list[str]) -> dict[str, Any]:
+    """The private tree's cost per workspace size, next to the jailed check on it."""
+    out: dict[str, Any] = {}
+    for size in TREE_SIZES:
+        ws = Path(tempfile.mkdtemp(prefix="flow-bench-tree-"))
+        try:
+            _suite(ws)
+            for i in range(size - 4):
+                folder = ws / "data" / f"d{i // 100}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"f{i}.txt").write_text("x" * 1024)
+            tree_ms: list[float] = []
+            for _ in range(TREE_ROUNDS):
+                started = time.perf_counter()
+                plan = plan_workspace(ws)
+                build_tree(ws, plan.files, mount_points=plan.read_only).close()
+                tree_ms.append((time.perf_counter() - started) * 1000.0)
+            jailed = _config(ws, pytest_argv, "auto")
+            check_ms = [_once(jailed) for _ in range(TREE_ROUNDS)]
+            out[f"{size}_files"] = {
+                "tree_ms": round(statistics.median(tree_ms), 2),
+                "check_ms": round(statistics.median(check_ms), 2),
+            }
+        finally:
+            shutil.rmtree(ws, ignore_errors=True)
+    return out
 
 
 def main() -> int:
@@ -134,6 +174,7 @@ def main() -> int:
             "jail_note": probe_result.sandbox_reason,
             "true": _measure(ws, [true], TRUE_ROUNDS, alone=True),
             "pytest_40_tests": _measure(ws, pytest_argv, PYTEST_ROUNDS),
+            "tree": _tree_cost(pytest_argv),
         }
         result["targets"] = {
             "true_overhead_ms<=15": result["true"]["overhead_ms"] <= 15,

@@ -211,3 +211,95 @@ def test_no_user_namespace_inside(jail_ok: None, ws: Path) -> None:
     jailed = _attack(ws, _USERNS)
     assert "unshare rc " in jailed
     assert "unshare rc 0" not in jailed
+
+
+# -- whole-check limits -------------------------------------------------------------------------
+
+_HOG = """
+import os
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = b'x' * (60 * 1024 * 1024)
+        os._exit(0 if block else 1)
+    kids.append(pid)
+print('children', [os.waitpid(k, 0)[1] for k in kids])
+blocks = [b'y' * (60 * 1024 * 1024) for _ in range(4)]
+print('held', sum(map(len, blocks)) // (1024 * 1024))
+"""
+
+
+def test_memory_is_bounded_for_the_whole_check(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _HOG, mode="off", memory_mib=128)
+    assert off.startswith("passed"), off
+    assert "held 240" in off
+    cfg = FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"t": {"cmd": [PY, "-S", "-c", _HOG], "timeout": 30_000}},
+            "sandbox": {"memory_mib": 128},
+        }
+    )
+    result = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
+    if result.sandbox_reason and "memory not bounded" in result.sandbox_reason:
+        pytest.skip(result.sandbox_reason)
+    assert result.status == "limit", (result.status, result.output_tail)
+    assert result.error is not None
+    assert result.error.code == "check_limit"
+    assert "sandbox.memory_mib" in result.error.message
+    assert "held 240" not in result.output_tail
+
+
+_FORKS = """
+import os, time
+n = 0
+for _ in range(200):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    n += 1
+print('forked', n)
+"""
+
+
+def test_process_count_is_a_named_limit(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _FORKS, mode="off")
+    assert "forked 200" in off
+    cfg = FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"t": {"cmd": [PY, "-S", "-c", _FORKS], "timeout": 30_000}},
+            "sandbox": {"processes": 32},
+        }
+    )
+    result = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
+    if result.sandbox_reason and "process count not enforced" in result.sandbox_reason:
+        pytest.skip(result.sandbox_reason)
+    assert result.status == "limit", (result.status, result.output_tail)
+    assert result.error is not None
+    assert "sandbox.processes" in result.error.message
+
+
+_FILL = """
+written = 0
+try:
+    with open('/tmp/fill', 'wb') as fh:
+        for _ in range(64):
+            fh.write(b'z' * (1024 * 1024))
+            fh.flush()
+            written += 1
+except OSError as err:
+    print('stopped', err.errno)
+print('wrote MiB', written)
+"""
+
+
+def test_tmp_is_bounded(jail_ok: None, ws: Path) -> None:
+    jailed = _attack(ws, _FILL, disk_mib=16)
+    assert "stopped 28" in jailed  # ENOSPC
+    assert "wrote MiB 64" not in jailed

@@ -93,6 +93,11 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "a slow or hanging command, or a timeout written in seconds",
             "raise checks.NAME.timeout (milliseconds) or make the command faster",
         ),
+        "check_limit": (
+            "the check's processes together used more memory than sandbox.memory_mib, or "
+            "more processes than sandbox.processes (a runaway test, a fork bomb)",
+            "fix the test if it runs away; otherwise raise the named [sandbox] limit",
+        ),
         "check_missing": (
             "the tool is not installed in the project's environment, or cmd[0] is misspelt",
             "install it, or correct checks.NAME.cmd[0]",

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError
 
 CheckKind = Literal["test", "lint", "typecheck", "diagnostics", "build", "check"]
-CheckStatus = Literal["passed", "failed", "timeout", "missing", "refused", "interrupted", "error"]
+CheckStatus = Literal[
+    "passed", "failed", "timeout", "limit", "missing", "refused", "interrupted", "error"
+]
 ReportKind = Literal["status", "check", "run"]
 SandboxKind = Literal["bwrap", "none"]
 ReportStatus = Literal[

@@ -15,6 +15,9 @@ Example (every key optional; these are the defaults)::
     address_space_mib = 8192
     open_files = 1024
     processes = 512
+    memory_mib = 4096        # all of a check's processes together
+    disk_mib = 1024          # the jail's /tmp (and HOME in it)
+    cpus = 0                 # CPUs' worth of time a check may use; 0: all but one
     check_uid = 65533        # the check's user and group when Flow runs as root
     check_gid = 65533
 """
@@ -62,6 +65,12 @@ class SandboxConfig(BaseModel):
         open_files: open file descriptors per process (``RLIMIT_NOFILE``).
         processes: processes and threads alive at once in the jail (a ``pids`` cgroup, which
             also binds root; see the flow-core README for where it cannot be created).
+        memory_mib: memory of all the check's processes together, in MiB (a ``memory``
+            cgroup); past it the kernel ends the check and its status is ``limit``.
+        disk_mib: size of the jail's private ``/tmp`` (which holds ``HOME``), in MiB: past
+            it a write fails with ``ENOSPC``. Its pages also count against ``memory_mib``.
+        cpus: how many CPUs' worth of time the check's processes together may use (a ``cpu``
+            cgroup quota; fractions allowed); 0 (default): all CPUs but one, at least one.
 
         check_uid / check_gid: when Flow runs as root, the unprivileged user and group a
             jailed check runs as (default 65533, an id no distribution gives out); the private
@@ -81,6 +90,9 @@ class SandboxConfig(BaseModel):
     address_space_mib: int = Field(default=8192, ge=256)
     open_files: int = Field(default=1024, ge=64)
     processes: int = Field(default=512, ge=16)
+    memory_mib: int = Field(default=4096, ge=64)
+    disk_mib: int = Field(default=1024, ge=16)
+    cpus: float = Field(default=0.0, ge=0.0)
     check_uid: int = Field(default=65533, ge=1, le=4_294_967_294)
     check_gid: int = Field(default=65533, ge=1, le=4_294_967_294)
 
@@ -120,6 +132,16 @@ class SandboxConfig(BaseModel):
                     {"index": i, "path": repr(path)},
                 )
         return tuple(os.path.normpath(p) for p in v)
+
+    @field_validator("cpus", mode="before")
+    @classmethod
+    def _cpus_number(cls, v: Any) -> Any:
+        # TOML writes 2 as an integer; strict mode would refuse it for a float.
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    def cpu_limit(self) -> float:
+        """CPUs' worth of time for one check: ``cpus``, or all CPUs but one (at least one)."""
+        return self.cpus if self.cpus > 0 else float(max(1, (os.cpu_count() or 1) - 1))
 
     def passes(self, name: str) -> bool:
         """Whether the environment variable ``name`` is passed into the jail."""

@@ -248,7 +248,8 @@ def run_check(
 
     Returns:
         A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
-        ``timeout`` (``check_timeout``), ``missing`` (``check_missing``), ``refused``
+        ``timeout`` (``check_timeout``), ``limit`` (``check_limit``: a whole-check limit of
+        ``[sandbox]``, named in the message), ``missing`` (``check_missing``), ``refused``
         (``check_refused``, ``sandbox_unavailable``), ``interrupted`` (``check_interrupted``)
         or ``error`` (``check_error``). ``duration_ms`` is wall time in milliseconds;
         ``sandbox`` says how it ran.
@@ -322,11 +323,25 @@ def run_check(
             message=f"could not make the check's private copy of the workspace: {err}",
         )
     try:
-        return _start_and_wait(
+        result = _start_and_wait(
             name, check, jail, started=started, cwd=cwd, owner=owner, should_stop=should_stop
         )
+        return _limit_status(result, jail)
     finally:
         jail.close()
+
+
+def _limit_status(result: CheckResult, jail: Jail) -> CheckResult:
+    """``limit`` (``check_limit``, naming the ``[sandbox]`` keys) when the check ran into a
+    whole-check limit (``Jail.limits_hit``); an interrupted check stays interrupted."""
+    hit = jail.limits_hit()
+    if not hit or result.status == "interrupted":
+        return result
+    names = ", ".join(f"sandbox.{key}" for key in hit)
+    message = f"check {result.name!r} ran into its whole-check limit: {names}"
+    return result.model_copy(
+        update={"status": "limit", "error": ErrorInfo(code="check_limit", message=message)}
+    )
 
 
 def _start_and_wait(

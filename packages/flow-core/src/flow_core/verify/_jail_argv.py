@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -237,8 +238,9 @@ def bwrap_argv(
     out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(info_fd)]
     out += ["--seccomp", str(seccomp_fd)] if seccomp_fd >= 0 else []
     out += ["--block-fd", str(block_fd), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
     for place in hidden:
-        out += ["--perms", "1777", "--tmpfs", place] if place == TMP else ["--tmpfs", place]
+        out += ["--perms", "1777", *size, "--tmpfs", place] if place == TMP else ["--tmpfs", place]
     shown: list[str] = []
     made: set[str] = set()
     for path in sorted(dict.fromkeys(os.path.normpath(p) for p in needed), key=len):
@@ -252,6 +254,22 @@ def bwrap_argv(
         out += [*_open_parents(folder, hidden, made), "--bind", folder, folder]
     out += _read_only_binds(workspace, protected)
     return [*out, "--chdir", workspace, "--", *who.prefix(), *argv]
+
+
+_SIZE_SUPPORT: dict[str, bool] = {}
+
+
+def _has_size(bwrap: str) -> bool:
+    """Whether this bubblewrap knows ``--size`` (0.7 and later), asked once per program."""
+    if bwrap not in _SIZE_SUPPORT:
+        try:
+            done = subprocess.run(
+                [bwrap, "--help"], capture_output=True, timeout=10, check=False, env={}
+            )
+            _SIZE_SUPPORT[bwrap] = b"--size" in done.stdout + done.stderr
+        except (OSError, subprocess.SubprocessError):
+            _SIZE_SUPPORT[bwrap] = False
+    return _SIZE_SUPPORT[bwrap]
 
 
 def _closed_folders(paths: Sequence[str], hidden: Sequence[str]) -> list[str]:

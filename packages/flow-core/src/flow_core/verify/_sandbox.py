@@ -63,6 +63,7 @@ from pathlib import Path
 from flow_core._errors import ConfigError
 from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify._cgroup import CheckCgroup, cgroup_parents, make_cgroup
 from flow_core.verify._jail_argv import (
     JAIL_HOME,
     TMP,
@@ -90,7 +91,6 @@ BWRAP_PACKAGE = "bubblewrap"
 _PROBE_TIMEOUT_S = 10.0
 #: Seconds to wait for bubblewrap's ``--info-fd`` report after it started.
 _INFO_TIMEOUT_S = 5.0
-_PIDS_V1 = "/sys/fs/cgroup/pids"
 _MIB = 1024 * 1024
 
 
@@ -160,31 +160,6 @@ def probe_bwrap(path_env: str | None = None, user: CheckUser | None = None) -> P
         return probe
 
 
-def _pids_cgroup_parent() -> tuple[str | None, str]:
-    """The cgroup directory under which a ``pids`` child can be made, or why there is none."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError as err:
-        return None, f"/proc/self/cgroup unreadable ({err.strerror})"
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):
-            parent = os.path.normpath(_PIDS_V1 + path)
-            if os.access(parent, os.W_OK):
-                return parent, ""
-            return None, f"{parent} is not writable"
-    unified = "/sys/fs/cgroup"
-    for line in lines:
-        if line.startswith("0::") and line[3:] == "/":
-            try:
-                enabled = Path(unified, "cgroup.subtree_control").read_text().split()
-            except OSError:
-                break
-            if "pids" in enabled and os.access(unified, os.W_OK):
-                return unified, ""
-    return None, "no writable pids cgroup (cgroup v1 pids hierarchy or a cgroup v2 root)"
-
-
 @dataclass
 class Jail:
     """What ``run_check`` starts for one check, and what it cleans up afterwards.
@@ -199,7 +174,7 @@ class Jail:
         block_fd: write end of the ``--block-fd`` pipe, or -1: bubblewrap's pid 1 waits on it
             before it starts the check, so the limits and the cgroup are in place first.
         limits: ``(resource, value)`` pairs applied with ``prlimit`` to the jail's pid 1.
-        cgroup_fd: the check's ``pids`` cgroup ``cgroup.procs``, open for writing, or -1.
+        cgroup: the check's cgroups (``verify/_cgroup.py``: processes, memory, CPU), or None.
     """
 
     kind: SandboxKind
@@ -212,7 +187,7 @@ class Jail:
     info_fd: int = -1
     block_fd: int = -1
     limits: list[tuple[int, int]] = field(default_factory=list)
-    cgroup_fd: int = -1
+    cgroup: CheckCgroup | None = None
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     def started(self, kill: Callable[[], None]) -> int | None:
@@ -236,8 +211,8 @@ class Jail:
                 raise OSError("bubblewrap reported no pid")
             for res, value in self.limits:
                 resource.prlimit(pid, res, (value, value))
-            if self.cgroup_fd >= 0:
-                os.write(self.cgroup_fd, str(pid).encode())
+            if self.cgroup is not None:
+                self.cgroup.join(pid)
             os.write(self.block_fd, b"1")
         except OSError as err:
             # Kill before anything unblocks pid 1: the pipe stays open until close().
@@ -251,6 +226,11 @@ class Jail:
         os.close(self.block_fd)
         self.block_fd = -1
         return pid
+
+    def limits_hit(self) -> list[str]:
+        """The ``[sandbox]`` keys of the whole-check limits the check ran into (call before
+        ``close``): ``memory_mib``, ``processes``."""
+        return self.cgroup.hit() if self.cgroup is not None else []
 
     def _read_info(self) -> int | None:
         """Close the child's ends; parse ``child-pid`` from bubblewrap's ``--info-fd``."""
@@ -303,11 +283,11 @@ def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxSt
     elif not probe.usable:
         reason = f'sandbox.mode = "bwrap" but {probe.reason}; checks are refused'
     else:
-        parent, why = _pids_cgroup_parent()
         notes = [user.missing] if user.missing else []
         no_filter = seccomp_program(cfg.network)[1]
         notes += [f"warning: no seccomp filter: {no_filter}"] if no_filter else []
-        notes += [] if parent is not None else ["process count not enforced: " + why]
+        missing = cgroup_parents()[1]
+        notes += [f"{_UNBOUND[c]}: {why}" for c, why in missing.items()]
         reason = "; ".join(notes) or None
     return SandboxStatus(
         mode=cfg.mode, usable=probe.usable, runs_as=runs_as, network=cfg.network, reason=reason
@@ -350,13 +330,14 @@ def _limit_values(cfg: SandboxConfig) -> list[tuple[int, int]]:
     return pairs
 
 
-def _limits(cfg: SandboxConfig, cgroup_procs: int) -> Callable[[], None]:
-    """A ``preexec_fn`` (no jail): join the cgroup, then set the rlimits."""
+def _limits(cfg: SandboxConfig, group: CheckCgroup) -> Callable[[], None]:
+    """A ``preexec_fn`` (no jail): join the cgroups, then set the rlimits."""
     pairs = _limit_values(cfg)
+    fds = list(group.procs_fds)
 
     def preexec() -> None:  # pragma: no cover - runs in the forked child
-        if cgroup_procs >= 0:
-            os.write(cgroup_procs, str(os.getpid()).encode())
+        for fd in fds:
+            os.write(fd, str(os.getpid()).encode())
         for res, value in pairs:
             resource.setrlimit(res, (value, value))
 
@@ -442,8 +423,7 @@ def prepare_jail(
         jail.close()
         raise
     if unenforced is not None:
-        note = f"process count not enforced: {unenforced}"
-        jail.reason = note if jail.reason is None else f"{jail.reason}; {note}"
+        jail.reason = unenforced if jail.reason is None else f"{jail.reason}; {unenforced}"
     return jail
 
 
@@ -508,76 +488,33 @@ def _bwrap_jail(
 
 
 def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
-    """Prepare the rlimits and a new ``pids`` cgroup (when one can be made) for the jail.
+    """Prepare the rlimits and the check's cgroups (``verify/_cgroup.py``) for the jail.
 
-    bubblewrap: ``jail.limits`` and ``jail.cgroup_fd``, applied by ``Jail.started``; no jail:
+    bubblewrap: ``jail.limits`` and ``jail.cgroup``, applied by ``Jail.started``; no jail:
     ``jail.preexec``.
 
     Returns:
-        None when the process count is enforced, else why not.
+        None when every whole-check limit is enforced, else what is not and why.
     """
-    parent, why = _pids_cgroup_parent()
-    fd = -1
-    if parent is not None:
-        _sweep_once(parent)
-        try:
-            path = tempfile.mkdtemp(prefix=f"flow-check-{os.getpid()}-", dir=parent)
-        except OSError as err:
-            why = f"could not create a pids cgroup under {parent} ({err.strerror or err})"
-        else:
-            try:
-                # bubblewrap's pid 1 (the jail's init) is in the cgroup too.
-                jailed = 1 if jail.block_fd >= 0 else 0
-                Path(path, "pids.max").write_text(str(cfg.processes + jailed))
-                fd = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-            except OSError as err:
-                why = f"could not set up the pids cgroup {path} ({err.strerror or err})"
-            jail._cleanups.append(_remover(path, fd))
+    jailed = 1 if jail.block_fd >= 0 else 0  # bubblewrap's pid 1 is in the cgroup too
+    group = make_cgroup(
+        {"pids": cfg.processes + jailed, "memory": cfg.memory_mib, "cpu": cfg.cpu_limit()}
+    )
+    jail._cleanups.append(group.close)
     if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
-        jail.limits, jail.cgroup_fd = _limit_values(cfg), fd
+        jail.limits, jail.cgroup = _limit_values(cfg), group
     else:
-        jail.preexec = _limits(cfg, fd)
-    return None if fd >= 0 else why
+        jail.preexec = _limits(cfg, group)
+    notes = [f"{_UNBOUND[key]}: {why}" for key, why in group.missing.items()]
+    return "; ".join(notes) or None
 
 
-_SWEPT: set[str] = set()
-
-
-def _sweep_once(parent: str) -> None:
-    """Remove empty ``flow-check-PID-*`` cgroups whose Flow process is gone (once per process).
-
-    A Flow killed with SIGKILL cannot remove the cgroup of the check it was running.
-    """
-    if parent in _SWEPT:
-        return
-    _SWEPT.add(parent)
-    with contextlib.suppress(OSError):
-        for name in os.listdir(parent):
-            owner = name.split("-")[2] if name.startswith("flow-check-") else ""
-            if not owner.isdigit() or int(owner) == os.getpid():
-                continue
-            try:
-                os.kill(int(owner), 0)
-            except ProcessLookupError:
-                with contextlib.suppress(OSError):
-                    os.rmdir(os.path.join(parent, name))  # fails while not empty
-            except PermissionError:
-                continue
-
-
-def _remover(path: str, fd: int) -> Callable[[], None]:
-    def remove() -> None:
-        if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        for _ in range(400):  # bounded (2 s): the jail's processes are gone or going
-            try:
-                os.rmdir(path)
-            except FileNotFoundError:
-                return
-            except OSError:
-                threading.Event().wait(0.005)
-            else:
-                return
-
-    return remove
+#: How a report names a whole-check limit no cgroup enforces, by config key or controller.
+_UNBOUND = {
+    "processes": "process count not enforced",
+    "pids": "process count not enforced",
+    "memory_mib": "memory not bounded",
+    "memory": "memory not bounded",
+    "cpus": "CPU not bounded",
+    "cpu": "CPU not bounded",
+}

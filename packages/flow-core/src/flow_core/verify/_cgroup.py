@@ -1,0 +1,271 @@
+"""Limits for a whole check, not each process: a cgroup per check (``docs/architecture.md``,
+"Sandbox").
+
+Each controller is taken where this machine has it: a cgroup v1 hierarchy that mounts it
+(``/proc/mounts``, type ``cgroup``), else the cgroup v2 hierarchy (type ``cgroup2``), where a
+child cgroup can use a controller only when Flow's own cgroup is the root or already delegates
+it. Under Flow's own cgroup in each hierarchy Flow makes ``flow-check-PID-XXXX`` and writes:
+
+- ``pids``: ``pids.max`` = ``sandbox.processes`` (+1 for bubblewrap's pid 1);
+- ``memory``: v1 ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes`` where swap
+  accounting exists), v2 ``memory.max`` and ``memory.swap.max = 0``, from
+  ``sandbox.memory_mib``;
+- ``cpu``: v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``, v2 ``cpu.max``, from
+  ``sandbox.cpus`` (the check's processes together get at most that many CPUs' time).
+
+Afterwards :meth:`CheckCgroup.hit` reads the controllers' event counters (``oom_kill`` of
+``memory.oom_control``/``memory.events``, ``max`` of ``pids.events``) and names the limits
+the check ran into. A controller that cannot be used is listed in ``CheckCgroup.missing``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["CheckCgroup", "cgroup_parents", "make_cgroup"]
+
+_MIB = 1024 * 1024
+_PERIOD_US = 100_000
+#: The controllers a check's cgroup uses, with the config key each enforces.
+CONTROLLERS: dict[str, str] = {"pids": "processes", "memory": "memory_mib", "cpu": "cpus"}
+
+
+def _mounts() -> tuple[dict[str, str], str | None]:
+    """v1 mount point per controller, and the cgroup2 mount point (or None)."""
+    v1: dict[str, str] = {}
+    v2: str | None = None
+    try:
+        lines = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return v1, v2
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 4:
+            continue
+        if parts[2] == "cgroup2" and v2 is None:
+            v2 = parts[1]
+        elif parts[2] == "cgroup":
+            for opt in parts[3].split(","):
+                v1.setdefault(opt, parts[1])
+    return v1, v2
+
+
+def cgroup_parents() -> tuple[dict[str, tuple[str, int]], dict[str, str]]:
+    """Where each controller's check cgroup can be made.
+
+    Returns:
+        ``({controller: (parent folder, version)}, {controller: why not})``.
+    """
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError as err:
+        why = f"/proc/self/cgroup unreadable ({err.strerror})"
+        return {}, dict.fromkeys(CONTROLLERS, why)
+    v1, v2 = _mounts()
+    found: dict[str, tuple[str, int]] = {}
+    missing: dict[str, str] = {}
+    own_v2 = next((ln[3:] for ln in lines if ln.startswith("0::")), None)
+    for controller in CONTROLLERS:
+        own = next((ln for ln in lines if controller in ln.split(":", 2)[1].split(",")), None)
+        if own is not None and controller in v1:
+            parent = os.path.normpath(v1[controller] + "/" + own.split(":", 2)[2])
+            if os.access(parent, os.W_OK):
+                found[controller] = (parent, 1)
+            else:
+                missing[controller] = f"{parent} is not writable"
+        elif v2 is not None and own_v2 is not None:
+            parent = os.path.normpath(v2 + "/" + own_v2)
+            refused = _delegate_v2(parent, controller, own_v2 == "/")
+            if refused is None:
+                found[controller] = (parent, 2)
+            else:
+                missing[controller] = refused
+        else:
+            missing[controller] = f"no cgroup hierarchy has the {controller} controller"
+    return found, missing
+
+
+def _delegate_v2(parent: str, controller: str, root: bool) -> str | None:
+    """Make sure ``controller`` is enabled for children of ``parent`` (v2); or say why not."""
+    control = os.path.join(parent, "cgroup.subtree_control")
+    try:
+        if controller in Path(control).read_text().split():
+            return None if os.access(parent, os.W_OK) else f"{parent} is not writable"
+        if controller not in Path(parent, "cgroup.controllers").read_text().split():
+            return f"the cgroup v2 controller {controller} is not available in {parent}"
+        if not root:
+            return f"{controller} is not delegated to Flow's cgroup {parent}"
+        Path(control).write_text(f"+{controller}")
+    except OSError as err:
+        return f"cannot enable {controller} in {parent} ({err.strerror or err})"
+    return None
+
+
+@dataclass
+class CheckCgroup:
+    """The cgroups made for one check (one per hierarchy) and the limits they hold.
+
+    Attributes:
+        procs_fds: ``cgroup.procs`` of each, open for writing (the jail's pid 1 is written).
+        missing: ``{config key: why}`` for limits no cgroup enforces here.
+    """
+
+    procs_fds: list[int] = field(default_factory=list)
+    missing: dict[str, str] = field(default_factory=dict)
+    _dirs: list[tuple[str, int, set[str]]] = field(default_factory=list)
+
+    def join(self, pid: int) -> None:
+        """Move ``pid`` into every cgroup. Raises OSError when one refuses."""
+        for fd in self.procs_fds:
+            os.write(fd, str(pid).encode())
+
+    def hit(self) -> list[str]:
+        """The config keys of the limits the check ran into (``memory_mib``, ``processes``)."""
+        out: list[str] = []
+        for path, version, controllers in self._dirs:
+            if "memory" in controllers:
+                name = "memory.oom_control" if version == 1 else "memory.events"
+                if _counter(os.path.join(path, name), "oom_kill") > 0:
+                    out.append("memory_mib")
+            if "pids" in controllers and _counter(os.path.join(path, "pids.events"), "max") > 0:
+                out.append("processes")
+        return out
+
+    def close(self) -> None:
+        """Close the descriptors and remove the cgroups (bounded wait while they empty)."""
+        for fd in self.procs_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.procs_fds = []
+        for path, _, _ in self._dirs:
+            _remove(path)
+        self._dirs = []
+
+
+def _counter(path: str, key: str) -> int:
+    try:
+        for line in Path(path).read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key and value.strip().isdigit():
+                return int(value)
+    except OSError:
+        return 0
+    return 0
+
+
+def _limit_files(controller: str, version: int, value: float) -> list[tuple[str, str, bool]]:
+    """``(file, content, required)`` that set one controller's limit."""
+    if controller == "pids":
+        return [("pids.max", str(int(value)), True)]
+    if controller == "memory":
+        size = str(int(value) * _MIB)
+        if version == 1:
+            swap = "memory.memsw.limit_in_bytes"
+            return [("memory.limit_in_bytes", size, True), (swap, size, False)]
+        return [("memory.max", size, True), ("memory.swap.max", "0", False)]
+    quota = str(max(1000, int(value * _PERIOD_US)))
+    if version == 1:
+        return [("cpu.cfs_period_us", str(_PERIOD_US), True), ("cpu.cfs_quota_us", quota, True)]
+    return [("cpu.max", f"{quota} {_PERIOD_US}", True)]
+
+
+def make_cgroup(values: dict[str, float]) -> CheckCgroup:
+    """Make the check's cgroups and write their limits; never raises.
+
+    Args:
+        values: ``{controller: limit}``: ``pids`` (processes), ``memory`` (MiB), ``cpu``
+            (CPUs, fractional allowed); a controller left out is not limited.
+
+    Returns:
+        A :class:`CheckCgroup`; what could not be enforced is in ``missing``.
+    """
+    group = CheckCgroup()
+    found, missing = cgroup_parents()
+    by_parent: dict[tuple[str, int], set[str]] = {}
+    for controller in values:
+        if controller in found:
+            by_parent.setdefault(found[controller], set()).add(controller)
+        else:
+            group.missing[CONTROLLERS[controller]] = missing.get(controller, "unavailable")
+    for (parent, version), controllers in by_parent.items():
+        _sweep_once(parent)
+        try:
+            path = tempfile.mkdtemp(prefix=f"flow-check-{os.getpid()}-", dir=parent)
+        except OSError as err:
+            for c in controllers:
+                group.missing[CONTROLLERS[c]] = f"cannot create a cgroup under {parent} ({err})"
+            continue
+        group._dirs.append((path, version, controllers))
+        try:
+            for c in sorted(controllers):
+                for name, content, required in _limit_files(c, version, values[c]):
+                    try:
+                        Path(path, name).write_text(content)
+                    except OSError:
+                        if required:
+                            raise
+            group.procs_fds.append(
+                os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+            )
+        except OSError as err:
+            for c in controllers:
+                group.missing[CONTROLLERS[c]] = f"cannot set up the cgroup {path} ({err})"
+            group._dirs.pop()
+            _remove(path)
+    return group
+
+
+_SWEPT: set[str] = set()
+_SWEEP_LOCK = threading.Lock()
+
+
+def _sweep_once(parent: str) -> None:
+    """Remove empty ``flow-check-PID-*`` cgroups whose Flow process is gone (once per process).
+
+    A Flow killed with SIGKILL cannot remove the cgroups of the check it was running.
+    """
+    with _SWEEP_LOCK:
+        if parent in _SWEPT:
+            return
+        _SWEPT.add(parent)
+    with contextlib.suppress(OSError):
+        for name in os.listdir(parent):
+            owner = name.split("-")[2] if name.startswith("flow-check-") else ""
+            if not owner.isdigit() or int(owner) == os.getpid():
+                continue
+            try:
+                os.kill(int(owner), 0)
+            except ProcessLookupError:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, name))  # fails while not empty
+            except PermissionError:
+                continue
+
+
+def _remove(path: str) -> None:
+    for _ in range(400):  # bounded (2 s): the jail's processes are gone or going
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            return
+        except OSError:
+            threading.Event().wait(0.005)
+        else:
+            return
+
+
+def preexec_joiner(group: CheckCgroup) -> Callable[[], None]:
+    """For a check without a jail: join the cgroups from the forked child."""
+    fds = list(group.procs_fds)
+
+    def join() -> None:  # pragma: no cover - runs in the forked child
+        for fd in fds:
+            os.write(fd, str(os.getpid()).encode())
+
+    return join
