@@ -1,0 +1,120 @@
+"""The jail when Flow itself runs as an unprivileged user (``docs/architecture.md``, "Sandbox").
+
+Run from root only: the test drops to ``nobody`` with ``setpriv`` (no user is created) and
+runs real checks there through ``run_check``, jailed and with ``mode = "off"`` as the
+negative control. It skips when not root, when ``setpriv`` is missing, when ``nobody`` cannot
+import Flow (a virtualenv under a private home), or when bubblewrap cannot make a jail as
+``nobody`` (unprivileged user namespaces disabled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="dropping to nobody needs root")
+
+_RUNNER = r"""
+import json, site, sys
+for folder in sys.argv[3:]:
+    site.addsitedir(folder)
+from flow_core import FlowConfig
+from flow_core.verify._checks import run_check
+from flow_core.verify._sandbox import probe_bwrap
+ws, code = sys.argv[1], sys.argv[2]
+probe = probe_bwrap()
+out = {"usable": probe.usable, "reason": probe.reason}
+for mode in ("off", "auto"):
+    cfg = FlowConfig.model_validate({
+        "workspace_dir": ws,
+        "checks": {"t": {"cmd": [sys.executable, "-S", "-c", code], "timeout": 30000}},
+        "sandbox": {"mode": mode},
+    })
+    r = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
+    out[mode] = {"status": r.status, "sandbox": r.sandbox, "tail": r.output_tail}
+print(json.dumps(out))
+"""
+
+_PROBE = r"""
+import re, subprocess
+text = open('/proc/self/status').read()
+for key in ('CapEff', 'CapBnd', 'NoNewPrivs'):
+    print(key, int(re.search(key + r':\s*(\w+)', text).group(1), 16))
+rc = subprocess.run(['unshare', '-Ur', 'true'], capture_output=True).returncode
+print('unshare', rc)
+"""
+
+
+def _python() -> str:
+    """This interpreter, or the system one of the same version when this one lies where
+    ``nobody`` cannot reach (a home directory); the test's site folders are added to it."""
+    system = "/usr/bin/python3"
+    here = Path(sys.executable).resolve()
+    if here.is_relative_to("/root") and os.path.exists(system):
+        probe = subprocess.run(
+            [system, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        if probe.stdout.decode().strip() == str(sys.version_info[:2]):
+            return system
+    return sys.executable
+
+
+def _as_nobody(code: str) -> dict[str, object]:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or shutil.which("unshare") is None:
+        pytest.skip("util-linux's setpriv or unshare is not installed")
+    try:
+        nobody = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("there is no nobody user")
+    home = Path(tempfile.mkdtemp(prefix="flow-nobody-"))  # pytest's tmp_path is root's 0700
+    try:
+        ws = home / "ws"
+        ws.mkdir()
+        for path in (home, ws):
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        base = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
+        done = subprocess.run(
+            [*base, _python(), "-c", _RUNNER, str(ws), code, *site.getsitepackages()],
+            capture_output=True,
+            env=env,
+            cwd=home,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    if done.returncode != 0:
+        pytest.skip(f"nobody cannot run Flow here: {done.stderr.decode()[-300:]}")
+    result: dict[str, object] = json.loads(done.stdout)
+    if not result["usable"]:
+        pytest.skip(f"bubblewrap cannot make a jail as nobody: {result['reason']}")
+    return result
+
+
+def test_an_unprivileged_flow_jails_without_capabilities_or_namespaces() -> None:
+    result = _as_nobody(_PROBE)
+    off, jailed = result["off"], result["auto"]
+    assert isinstance(off, dict)
+    assert isinstance(jailed, dict)
+    assert jailed["sandbox"] == "bwrap"
+    tail = str(jailed["tail"])
+    assert "CapEff 0\n" in tail
+    assert "CapBnd 0\n" in tail
+    assert "NoNewPrivs 1" in tail
+    if "unshare 0" in str(off["tail"]):  # the control: nobody may make user namespaces here
+        assert "unshare 0" not in tail
+        assert "unshare " in tail
