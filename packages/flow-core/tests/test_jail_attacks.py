@@ -18,7 +18,10 @@ from typing import Any
 import pytest
 
 from flow_core import FlowConfig
+from flow_core.verify._cgroup import cgroup_parents
 from flow_core.verify._checks import run_check
+from flow_core.verify._jail_argv import _has_size
+from flow_core.verify._sandbox import probe_bwrap
 
 PY = sys.executable
 ROOT = os.geteuid() == 0
@@ -189,8 +192,7 @@ report('unshare', libc.unshare(0x10000000))  # CLONE_NEWUSER, in this process
 def test_system_calls_an_escape_needs_are_refused(jail_ok: None, ws: Path) -> None:
     off = _attack(ws, _CALLS, mode="off")
     ran = [line.split()[0] for line in off.splitlines() if line.endswith(" ok 0")]
-    for name in ("process_vm_readv", "ptrace", "netlink"):
-        assert name in ran, off
+    assert {"process_vm_readv", "netlink"} <= set(ran), off  # ptrace may be off (Yama)
     jailed = _attack(ws, _CALLS)
     for name in ran:
         assert f"{name} errno" in jailed, jailed
@@ -244,11 +246,23 @@ def test_memory_is_bounded_for_the_whole_check(jail_ok: None, ws: Path) -> None:
     result = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
     if result.sandbox_reason and "memory not bounded" in result.sandbox_reason:
         pytest.skip(result.sandbox_reason)
+    if result.status == "passed" and _swap_without_accounting():
+        pytest.skip("swap absorbed the memory and this cgroup v1 does not count swap")
     assert result.status == "limit", (result.status, result.output_tail)
     assert result.error is not None
     assert result.error.code == "check_limit"
     assert "sandbox.memory_mib" in result.error.message
     assert "held 240" not in result.output_tail
+
+
+def _swap_without_accounting() -> bool:
+    try:
+        swaps = Path("/proc/swaps").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    parent, version = cgroup_parents()[0].get("memory", ("", 2))
+    memsw = version == 2 or os.path.exists(os.path.join(parent, "memory.memsw.limit_in_bytes"))
+    return bool(swaps) and not memsw
 
 
 _FORKS = """
@@ -300,6 +314,9 @@ print('wrote MiB', written)
 
 
 def test_tmp_is_bounded(jail_ok: None, ws: Path) -> None:
+    bwrap = probe_bwrap().bwrap
+    if bwrap is None or not _has_size(bwrap):
+        pytest.skip("this bubblewrap has no --size (0.7 and later)")
     jailed = _attack(ws, _FILL, disk_mib=16)
     assert "stopped 28" in jailed  # ENOSPC
     assert "wrote MiB 64" not in jailed
