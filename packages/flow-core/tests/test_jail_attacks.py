@@ -232,20 +232,26 @@ print('held', sum(map(len, blocks)) // (1024 * 1024))
 """
 
 
+def _limited(ws: Path, code: str, unenforced: str, **sandbox: Any) -> Any:
+    """Run ``code`` jailed with ``sandbox``; skip when the result says ``unenforced``."""
+    cfg = FlowConfig.model_validate(
+        {
+            "workspace_dir": str(ws),
+            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 30_000}},
+            "sandbox": sandbox,
+        }
+    )
+    result = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
+    if result.sandbox_reason and unenforced in result.sandbox_reason:
+        pytest.skip(result.sandbox_reason)
+    return result
+
+
 def test_memory_is_bounded_for_the_whole_check(jail_ok: None, ws: Path) -> None:
     off = _attack(ws, _HOG, mode="off", memory_mib=128)
     assert off.startswith("passed"), off
     assert "held 240" in off
-    cfg = FlowConfig.model_validate(
-        {
-            "workspace_dir": str(ws),
-            "checks": {"t": {"cmd": [PY, "-S", "-c", _HOG], "timeout": 30_000}},
-            "sandbox": {"memory_mib": 128},
-        }
-    )
-    result = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
-    if result.sandbox_reason and "memory not bounded" in result.sandbox_reason:
-        pytest.skip(result.sandbox_reason)
+    result = _limited(ws, _HOG, "memory not bounded", memory_mib=128)
     if result.status == "passed" and _swap_without_accounting():
         pytest.skip("swap absorbed the memory and this cgroup v1 does not count swap")
     assert result.status == "limit", (result.status, result.output_tail)
@@ -284,16 +290,7 @@ print('forked', n)
 def test_process_count_is_a_named_limit(jail_ok: None, ws: Path) -> None:
     off = _attack(ws, _FORKS, mode="off")
     assert "forked 200" in off
-    cfg = FlowConfig.model_validate(
-        {
-            "workspace_dir": str(ws),
-            "checks": {"t": {"cmd": [PY, "-S", "-c", _FORKS], "timeout": 30_000}},
-            "sandbox": {"processes": 32},
-        }
-    )
-    result = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
-    if result.sandbox_reason and "process count not enforced" in result.sandbox_reason:
-        pytest.skip(result.sandbox_reason)
+    result = _limited(ws, _FORKS, "process count not enforced", processes=32)
     assert result.status == "limit", (result.status, result.output_tail)
     assert result.error is not None
     assert "sandbox.processes" in result.error.message
