@@ -133,9 +133,23 @@ def check(ctx: click.Context, /, name: str | None, **values: str | bool | None) 
     help="Work in a git worktree (or a private copy) and apply only a verified change "
     "(default: [runs] isolate).",
 )
+@click.option(
+    "--allow-failing-baseline",
+    is_flag=True,
+    default=False,
+    help="Go on when a required lint/type check already fails before any change, judging it "
+    "by new findings only (default: [agent] allow_failing_baseline).",
+)
 @common_options
 @click.pass_context
-def run(ctx: click.Context, /, task: str, isolate: bool | None, **values: str | bool | None) -> int:
+def run(
+    ctx: click.Context,
+    /,
+    task: str,
+    isolate: bool | None,
+    allow_failing_baseline: bool,
+    **values: str | bool | None,
+) -> int:
     """Run the verified planner → coder → reviewer workflow on TASK; print one JSON report.
 
     Without --trusted only the plan is made (read-only) and the exit code is 1. Exit 0 only
@@ -145,7 +159,13 @@ def run(ctx: click.Context, /, task: str, isolate: bool | None, **values: str | 
     """
     from flow_cli._commands import run_report_command
 
-    return run_report_command("run", collect(ctx, **values), task=task, isolate=isolate)
+    return run_report_command(
+        "run",
+        collect(ctx, **values),
+        task=task,
+        isolate=isolate,
+        allow_failing_baseline=allow_failing_baseline,
+    )
 
 
 @cli.command()

@@ -10,6 +10,7 @@ on stdout.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -41,6 +42,7 @@ def build_runtime(
     *,
     on_event: Callable[[Event], None] | None = None,
     model: str | None = None,
+    allow_failing_baseline: bool = False,
 ) -> Runtime:
     """Load the configuration for ``opts`` and build a Runtime.
 
@@ -49,6 +51,7 @@ def build_runtime(
             configuration loads, before anything else is built.
         on_event: progress sink, or None.
         model: a model that overrides ``opts.model`` (the TUI's ``/model NAME``).
+        allow_failing_baseline: set ``agent.allow_failing_baseline`` (``run`` only).
 
     Every run of this runtime is recorded in the user's run store
     (``$XDG_STATE_HOME/flow/runs``).
@@ -65,6 +68,10 @@ def build_runtime(
         workspace=opts.workspace,
         model=model if model is not None else opts.model,
     )
+    if allow_failing_baseline:
+        config = loaded.config
+        agent = config.agent.model_copy(update={"allow_failing_baseline": True})
+        loaded = dataclasses.replace(loaded, config=config.model_copy(update={"agent": agent}))
     return open_runtime(loaded, trusted=opts.trusted, on_event=on_event)
 
 
@@ -200,6 +207,7 @@ def run_report_command(
     name: str | None = None,
     task: str | None = None,
     isolate: bool | None = None,
+    allow_failing_baseline: bool = False,
 ) -> int:
     """Run ``status``, ``check`` or ``run`` and print exactly one JSON report on stdout.
 
@@ -209,13 +217,23 @@ def run_report_command(
         name: the check name for ``check`` (None: every configured check).
         task: the task text for ``run``.
         isolate: ``run --isolate`` (None: the config's ``[runs] isolate``).
+        allow_failing_baseline: ``run --allow-failing-baseline`` (sets
+            ``agent.allow_failing_baseline``).
 
     Returns:
         The exit code (see ``exit_code_for``; 2 for configuration and trust errors).
     """
     interrupts = _Interrupts()
     with StdoutGuard() as out, interrupts.signals.installed():
-        code, report = _produce(kind, opts, interrupts, name=name, task=task, isolate=isolate)
+        code, report = _produce(
+            kind,
+            opts,
+            interrupts,
+            name=name,
+            task=task,
+            isolate=isolate,
+            allow_failing_baseline=allow_failing_baseline,
+        )
         out.emit(report.to_json())
     return code
 
@@ -228,6 +246,7 @@ def _produce(
     name: str | None,
     task: str | None,
     isolate: bool | None = None,
+    allow_failing_baseline: bool = False,
 ) -> tuple[int, Report]:
     runtime: Runtime | None = None
     progress = None
@@ -244,7 +263,11 @@ def _produce(
                 report, config = status_report(opts)
                 _describe_setup(report, config)
             else:
-                runtime = build_runtime(opts, on_event=progress.on_event if progress else None)
+                runtime = build_runtime(
+                    opts,
+                    on_event=progress.on_event if progress else None,
+                    allow_failing_baseline=allow_failing_baseline,
+                )
                 interrupts.runtime = runtime
                 report = _work(runtime, kind, opts, progress, name=name, task=task, isolate=isolate)
         except FlowError as err:
@@ -263,7 +286,10 @@ def _produce(
             _explain(report)
         if kind == "run":
             from flow_cli._leftover import leftover_lines
+            from flow_cli._summary import clean
 
+            for warning in report.warnings:  # what the baseline check run found
+                say(clean(f"warning: {warning.message} [{warning.code}]"))
             for line in leftover_lines(report):
                 say(line)
         return exit_code_for(report), report

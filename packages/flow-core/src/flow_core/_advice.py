@@ -334,6 +334,17 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "raise the window (context_tokens, or the server's context size, e.g. llama.cpp's "
             "--ctx-size), or give a narrower task",
         ),
+        "baseline_failing": (
+            "a lint or type check run over a whole project that has old findings (ruff on a "
+            "real repository often reports dozens before any change)",
+            "scope checks.NAME.cmd to the files the task is about, fix the old findings first, "
+            "or run with --allow-failing-baseline (agent.allow_failing_baseline = true) so only "
+            "findings the run adds count",
+        ),
+        "baseline_passing": (
+            "a test check that does not exercise the problem, or a task already done",
+            "add a test that fails now and point the test check at it; the run still goes on",
+        ),
         "reply_cap": (
             "a reply longer than max_reply_tokens (a whole file written at once, or a model "
             "that rambles); the window was not full",

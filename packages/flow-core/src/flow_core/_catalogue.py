@@ -24,6 +24,7 @@ from flow_core._advice import ADVICE
 from flow_core._protocols import EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models._parse import REPLY_ISSUE_CODES
+from flow_core.run._baseline import BASELINE_CODES
 from flow_core.run._preflight import PREFLIGHT_CODES
 from flow_safeio import ERROR_CODES as _SAFEIO_CODES
 
@@ -200,6 +201,7 @@ _USAGE: Final = frozenset(
         "invalid_arguments",
         "isolate_failed",
         "not_trusted",
+        "baseline_failing",
         "preflight_check_missing",
         "preflight_empty_task",
         "preflight_model_missing",
@@ -229,6 +231,7 @@ ERROR_CODES: Mapping[str, str] = MappingProxyType(
     _merge(
         _FLOW_CODES,
         PREFLIGHT_CODES,
+        BASELINE_CODES,
         BACKEND_ERROR_CODES,
         REPLY_ISSUE_CODES,
         EDITOR_ERROR_CODES,

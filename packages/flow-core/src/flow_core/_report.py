@@ -357,7 +357,7 @@ class Report(_Model):
     warnings: list[ErrorInfo] = Field(
         default_factory=list,
         description="status: setup problems that would stop a run from being verified "
-        "(preflight_* codes)",
+        "(preflight_* codes); run: what the baseline check run found (baseline_passing)",
     )
     sandbox: SandboxStatus | None = Field(
         default=None, description="how named checks are jailed ([sandbox] in the operator config)"

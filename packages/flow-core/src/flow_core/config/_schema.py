@@ -169,6 +169,8 @@ class AgentConfig(_Strict):
             (``repeated_call`` beyond it; ``run/_stall.py``).
         max_idle_turns: turns in a row without a new successful tool call before a role ends
             (``no_progress``).
+        allow_failing_baseline: go on when a required static check fails on the untouched
+            tree, judging it by new findings only (``run/_baseline.py``).
     """
 
     max_iterations: int = Field(default=6, ge=1)
@@ -178,6 +180,7 @@ class AgentConfig(_Strict):
     max_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     max_repeated_calls: int = Field(default=2, ge=1)
     max_idle_turns: int = Field(default=3, ge=1)
+    allow_failing_baseline: bool = False
 
 
 class CheckConfig(BaseModel):

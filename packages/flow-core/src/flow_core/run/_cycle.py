@@ -7,8 +7,9 @@
 
    a. **coder**: fresh context (task, plan, the previous cycle's failures and findings), write
       tools and ``run_check``;
-   (before the first cycle: the baseline run of the checks with structured results, and
-   the whole tree's base fingerprint; ``run/_evidence.py``)
+   (before the planner, in a trusted run: the baseline check run and the whole tree's base
+   fingerprint; ``run/_baseline.py``, ``run/_evidence.py``; a required static check that
+   already fails stops the run here, status ``"error"``)
 
    b. fingerprints of every edited file and the editor's freshness snapshot are taken;
    c. the host runs **every** configured check in config order and, with an editor attached,
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
-from flow_core._report import CheckResult, CycleRecord, Review, Verification
+from flow_core._report import CheckResult, CycleRecord, ErrorInfo, Review, Verification
 from flow_core.prompts import load_prompt
 from flow_core.run._changes import ChangeTracker
 from flow_core.run._loop import run_role
@@ -64,12 +65,21 @@ class RunDriver:
     backend: Callable[[], ChatBackend]
     toolbox: Callable[[Role, int | None], ToolBox]
     run_check: Callable[[str, int | None], CheckResult]
-    baseline: Callable[[], None] = lambda: None
+    baseline: Callable[[], list[ErrorInfo]] = list
     watch: Callable[[Mapping[str, str | None]], list[str]] = lambda written: []
 
     def run(self, task: str) -> ReportStatus:
         """Plan, then cycle until verified or out of cycles; returns the report status."""
         state = self.state
+        if self.trusted:
+            # The baseline, before any model request: the evidence later checks are judged by
+            # (test results, the tree's base fingerprint), and whether a run can verify at all.
+            stops = self.baseline()
+            if stops:
+                state.errors.extend(stops)
+                reasons = ["a required check already fails before any change (baseline_failing)"]
+                state.verification = blocked_verification(reasons, within_budgets=True)
+                return "error"
         planner = self._role("planner", planner_prompt(task, self.config.checks), cycle=None)
         if not planner.completed:
             state.verification = blocked_verification(
@@ -83,9 +93,6 @@ class RunDriver:
             state.error("not_trusted", reason)
             state.verification = blocked_verification([reason], within_budgets=True)
             return "read_only"
-        # The evidence later checks are judged by: the baseline test results and the whole
-        # tree's base fingerprint (run/_evidence.py), both before the coder writes anything.
-        self.baseline()
         feedback = ""
         for cycle in range(1, self.config.agent.max_cycles + 1):
             state.cycles = cycle

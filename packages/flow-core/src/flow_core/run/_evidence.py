@@ -36,6 +36,7 @@ from flow_core._report import (
     ResultCounts,
     TreeWatch,
 )
+from flow_core.run._baseline import BaselineGuard
 from flow_core.run._changes import unified_diff
 from flow_core.verify._fingerprint import (
     DEFAULT_MAX_FILES,
@@ -133,6 +134,7 @@ class RunEvidence:
     outside: list[TreeChange] = field(default_factory=list)
     tree: TreeWatch | None = None
     max_files: int = DEFAULT_MAX_FILES
+    guard: BaselineGuard = field(default_factory=BaselineGuard)
 
     # -- structured results ---------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ from flow_core._errors import (
     UnknownCheckError,
 )
 from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
-from flow_core._report import CheckResult, Report, ReportStatus
+from flow_core._report import CheckResult, ErrorInfo, Report, ReportStatus
+from flow_core.run._baseline import BaselineGuard, baseline_check_names
 from flow_core.run._changes import ChangeTracker, sha256_hex
 from flow_core.run._evidence import RunEvidence, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
@@ -256,7 +257,8 @@ class Runtime:
         state = self._state = self._new_state(task)
         state.journal = journal
         self._changes = ChangeTracker(self._get_workspace)
-        self._evidence = RunEvidence()
+        allow = self.config.agent.allow_failing_baseline
+        self._evidence = RunEvidence(guard=BaselineGuard(allow_failing=allow))
         state.emit("run_started", detail={"task": task[:200]})
         journal.note("run_started", task=task, workspace=str(self.config.workspace_dir))
         status: ReportStatus
@@ -454,6 +456,10 @@ class Runtime:
             writable=() if prepared.folder is None else (prepared.folder,),
         )
         result = self._evidence.conclude(result, prepared, baseline=baseline)
+        if baseline:
+            self._evidence.guard.add(result)
+        else:
+            result = self._evidence.guard.judge(result)
         state.journal.check(result, cycle)
         state.checks_ms += result.duration_ms
         state.emit(
@@ -505,14 +511,18 @@ class Runtime:
         mode = None if data is None else self._changes.mode_of(path)
         self._state.journal.written(path, sha256_hex(data), mode)
 
-    def _baseline(self) -> None:
-        """Before the coder starts: run each check with structured results once, then take
-        the whole tree's base fingerprint (``run/_evidence.py``)."""
-        for name, check in self.config.checks.items():
-            if check.results is not None:
-                self._run_one_check(name, None, baseline=True)
+    def _baseline(self) -> list[ErrorInfo]:
+        """Before any model request: run the baseline checks once (``run/_baseline.py``),
+        then take the whole tree's base fingerprint (``run/_evidence.py``).
+
+        Returns:
+            ``baseline_failing`` entries that stop the run (empty: go on).
+        """
+        for name in baseline_check_names(self.config):
+            self._run_one_check(name, None, baseline=True)
         self._state.check_stop()
         self._evidence.watch_start(self.config.workspace_dir, self.config.runs.watch_max_files)
+        return self._evidence.guard.stops()
 
     def _watch(self, written: Mapping[str, str | None]) -> list[str]:
         """After a review: every change Flow's tools did not make, as gate reasons."""

@@ -1,0 +1,148 @@
+"""The baseline check run, before any model request: is there anything to fix, and can it
+ever be verified? (``docs/architecture.md``, "Evidence").
+
+A trusted run runs its baseline checks once on the untouched tree before the planner's first
+request: every check with structured results (their results are the evidence later runs are
+judged by) and every required test, lint, type or diagnostics check. Then:
+
+* a required lint/typecheck/diagnostics check that already fails means no run can end
+  verified, however good the change: the run stops with ``baseline_failing`` (the finding
+  count and the fix in the message) before the model spends any time, unless the operator
+  allows it (``agent.allow_failing_baseline``, ``flow run --allow-failing-baseline``). Then
+  that check is judged by *new* findings only: it passes when every finding line it prints
+  (line and column numbers left out) was printed at baseline too, and its output was not
+  cut to the kept tail;
+* a required test check that already passes means the tests do not show the problem: a
+  ``baseline_passing`` warning (the run goes on; the report's ``warnings``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from flow_core._report import CheckResult, ErrorInfo
+
+if TYPE_CHECKING:
+    from flow_core.config import FlowConfig
+
+__all__ = ["BASELINE_CODES", "BaselineGuard", "baseline_check_names", "finding_count"]
+
+BASELINE_CODES: dict[str, str] = {
+    "baseline_failing": "a required lint, type or diagnostics check already fails on the "
+    "untouched tree, so no run could be verified; the run stopped before any model request",
+    "baseline_passing": "a required test check already passes on the untouched tree, so the "
+    "tests do not show the problem the task names (a warning; the run went on)",
+}
+
+_STATIC = frozenset({"lint", "typecheck", "diagnostics"})
+#: ``path:line:col: message`` / ``path:line: message``, the shape most linters print.
+_FINDING = re.compile(r"^(?P<path>[^\s:][^:\n]*):(?P<line>\d+)(?::\d+)?:?\s*(?P<rest>.*)$")
+_SUMMARY = re.compile(r"\bFound (\d+) (?:errors?|problems?|issues?)\b|\b(\d+) errors? found\b")
+#: An output tail this long may have lost its beginning (``verify/_checks.OUTPUT_TAIL_BYTES``).
+_CUT_CHARS = 15 * 1024
+
+
+def baseline_check_names(config: FlowConfig) -> list[str]:
+    """The checks the baseline runs, in config order (see the module docstring)."""
+    return [
+        name
+        for name, c in config.checks.items()
+        if c.results is not None or (c.required and (c.kind in _STATIC or c.kind == "test"))
+    ]
+
+
+def finding_count(output: str) -> int | None:
+    """How many findings a check printed: its own summary (``Found 107 errors``), else the
+    ``path:line:`` lines in ``output``; None when neither is there."""
+    for m in _SUMMARY.finditer(output):
+        return int(m.group(1) or m.group(2))
+    lines = sum(1 for line in output.splitlines() if _FINDING.match(line))
+    return lines or None
+
+
+def _findings(output: str) -> Counter[str]:
+    keys: Counter[str] = Counter()
+    for line in output.splitlines():
+        m = _FINDING.match(line)
+        if m:
+            keys[f"{m.group('path')}: {m.group('rest').strip()}"] += 1
+    return keys
+
+
+@dataclass
+class BaselineGuard:
+    """The baseline's results and what they mean for one run.
+
+    Args:
+        allow_failing: judge failing static checks by new findings instead of stopping.
+    """
+
+    allow_failing: bool = False
+    results: dict[str, CheckResult] = field(default_factory=dict)
+
+    def add(self, result: CheckResult) -> None:
+        """Record one baseline check's result."""
+        self.results[result.name] = result
+
+    def stops(self) -> list[ErrorInfo]:
+        """``baseline_failing`` for each failing required static check (empty when allowed)."""
+        if self.allow_failing:
+            return []
+        out: list[ErrorInfo] = []
+        for r in self.results.values():
+            if r.required and r.kind in _STATIC and r.status == "failed":
+                count = finding_count(r.output_tail)
+                many = f"{count} finding(s)" if count is not None else f"exit {r.exit_code}"
+                out.append(
+                    ErrorInfo(
+                        code="baseline_failing",
+                        message=f"required {r.kind} check {r.name!r} already fails on the "
+                        f"untouched tree ({many}), so no run could be verified; fix: scope "
+                        f"checks.{r.name}.cmd to the files the task is about, or run with "
+                        "--allow-failing-baseline (agent.allow_failing_baseline) to judge "
+                        "only new findings",
+                    )
+                )
+        return out
+
+    def warnings(self) -> list[ErrorInfo]:
+        """``baseline_passing`` for each required test check that passes already."""
+        return [
+            ErrorInfo(
+                code="baseline_passing",
+                message=f"required test check {r.name!r} already passes on the untouched "
+                "tree: it does not show the problem, so a pass after the change proves "
+                f"little; fix: add a test that fails now, or scope checks.{r.name}.cmd to it",
+            )
+            for r in self.results.values()
+            if r.required and r.kind == "test" and r.status == "passed"
+        ]
+
+    def judge(self, result: CheckResult) -> CheckResult:
+        """``result`` judged by new findings when its baseline failed and that is allowed.
+
+        A failing static check passes when every finding it prints now was printed at
+        baseline (line and column numbers left out) and neither output was cut; otherwise it
+        stays failed and its message says which findings are new.
+        """
+        before = self.results.get(result.name)
+        if (
+            not self.allow_failing
+            or before is None
+            or before.status != "failed"
+            or result.kind not in _STATIC
+            or result.status != "failed"
+        ):
+            return result
+        cut = max(len(before.output_tail), len(result.output_tail)) >= _CUT_CHARS
+        new = _findings(result.output_tail) - _findings(before.output_tail)
+        if not cut and not new and _findings(result.output_tail):
+            return result.model_copy(update={"status": "passed", "error": None})
+        shown = "; ".join(list(new)[:5]) if new else "its output was cut or unreadable"
+        why = f"new findings beyond the baseline's: {shown}"
+        return result.model_copy(
+            update={"error": ErrorInfo(code="check_failed", message=why)},
+        )
