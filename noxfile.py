@@ -254,6 +254,12 @@ def _install_all(session: nox.Session, *extra: str) -> None:
     args: list[str] = []
     for p in PACKAGES.values():
         args += ["-e", str(p.path) + ("[" + ",".join(p.extras) + "]" if p.extras else "")]
+    if any(r.startswith("llama-cpp-python") for r in extra):
+        session.log(
+            "installing llama-cpp-python: the first time, pip compiles llama.cpp from source "
+            "(C++, no wheel for this machine), 4 to 8 minutes on 2 cores with no output "
+            "meanwhile; later runs take the built wheel from pip's cache in seconds"
+        )
     session.install(*args, *extra)
 
 

@@ -15,10 +15,21 @@ from flow_core import FlowConfig
 
 
 def test_printed_config_lines_are_a_valid_operator_config(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["--print-only", "--port", "8099", "--n-ctx", "4096"])
+    argv = ["--print-only", "--port", "8099", "--n-ctx", "4096", "--workspace", str(tmp_path)]
+    result = CliRunner().invoke(main, argv)
     assert result.exit_code == 0, result.output
-    data = tomllib.loads(result.output)
-    config = FlowConfig.model_validate({"workspace_dir": str(tmp_path), **data})
+    # A check appended after the printed text lands in its own table: the text ends at the
+    # top level of a table, never mid-way, and every root key sits above the first table.
+    check = '[checks.tests]\ncmd = ["python3", "-m", "pytest"]\nkind = "test"\n'
+    data = tomllib.loads(result.output + check)
+    first_table = result.output.index("\n[")
+    assert "workspace_dir =" in result.output[:first_table]
+    assert "backend =" in result.output[:first_table]
+    config = FlowConfig.model_validate(data)
+    assert config.workspace_dir == tmp_path.resolve()
+    assert config.agent.max_seconds == 180
+    assert config.agent.max_iterations == 4
+    assert "tests" in config.checks
     assert config.backend == "openai"
     assert config.openai.base_url == "http://127.0.0.1:8099/v1"
     assert config.model_for("coder") == TOOL_ALIAS
@@ -69,3 +80,21 @@ def test_token_lines_show_each_roles_tokens() -> None:
     (line,) = token_lines(report)
     assert line.startswith("coder: 2 turns, 1200 prompt tokens, 40 completion tokens")
     assert "tool results as user" in line
+
+
+def test_the_server_says_to_keep_it_running(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import os
+    import tempfile
+
+    import flow_cli._bundled as bundled
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the settings file goes here
+    started: list[list[str]] = []
+    monkeypatch.setattr(bundled, "_gguf", lambda: Path("/m.gguf"))
+    monkeypatch.setattr(os, "execve", lambda exe, argv, env: started.append(argv))
+    result = CliRunner().invoke(main, ["--port", "8097"])
+    assert result.exit_code == 0, result.output
+    assert started
+    assert "keep this running in its own terminal" in result.output

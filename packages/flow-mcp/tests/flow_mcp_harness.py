@@ -372,6 +372,17 @@ time.sleep(600)
 """
 
 
+#: ``HANGING_CHECK`` for ``flow_run``: its first run, the baseline before any model request,
+#: passes at once (run/_baseline.py); every later run hangs.
+HANGING_AFTER_BASELINE = (
+    "import os, sys\n"
+    "first = sys.argv[1] + '.baseline'\n"
+    "if not os.path.exists(first):\n"
+    "    open(first, 'w').close()\n"
+    "    sys.exit(0)\n" + HANGING_CHECK
+)
+
+
 def read_fifo(path: Path) -> list[int]:
     """The pids a ``HANGING_CHECK`` wrote to the FIFO at ``path`` (waits at most DEADLINE_S)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from flow_mcp_harness import (
     DEADLINE_S,
+    HANGING_AFTER_BASELINE,
     HANGING_CHECK,
     FakeOllama,
     RawServer,
@@ -152,7 +153,7 @@ def test_cancelled_run_rolls_its_edits_back(
     os.mkfifo(fifo)
     server = start_server(
         "--trusted",
-        checks={"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]},
+        checks={"hang": [sys.executable, "-c", HANGING_AFTER_BASELINE, str(fifo)]},
         sandbox_mode="off",  # the FIFO lies outside the workspace, which the jail hides
     )
     server.initialize()

