@@ -219,3 +219,25 @@ def test_sigint_during_a_model_request_says_stopping_and_ends_interrupted(
     assert (workspace / "calc.py").read_bytes() == before
     # Nothing went on after the stop: the coder never got a request.
     assert all("write_file" not in _tool_names(r) for r in fake.requests)
+
+
+def test_a_lint_check_failing_before_any_change_is_said_before_the_model(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(scripted())
+    ok = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
+    old = "print('old.py:1:1: F401 unused'); print('Found 1 error.'); raise SystemExit(1)"
+    lint = [sys.executable, "-c", old]
+    checks = h.check_table("unit", ok) + h.check_table("lint", lint, kind="lint")
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url, checks=checks)
+    refused = env.flow("run", "--trusted", "add a comment", "--config", str(cfg))
+    assert refused.code == 2
+    assert refused.json()["status"] == "error"
+    assert "1 finding(s)" in refused.stderr
+    assert "[baseline_failing]" in refused.stderr
+    assert [r for r in fake.requests if "messages" in r] == []  # no model request
+    # Allowed, the run goes on; the same old finding is not held against the change.
+    argv = ["run", "--trusted", "--allow-failing-baseline", "add a comment", "--config", str(cfg)]
+    allowed = env.flow(*argv)
+    assert allowed.code == 0, allowed.stderr
+    assert "[baseline_passing]" in allowed.stderr  # the unit check passed before the change
