@@ -3,244 +3,244 @@
 output). Do not edit by hand."""
 
 TEXTS: dict[str, str] = {
-    '': (
-        'Usage: flow [OPTIONS] [COMMAND] [ARGS]...\n'
-        '\n'
-        '  Flow: bounded planner → coder → reviewer runs, verified by checks you\n'
-        '  approve.\n'
-        '\n'
-        '  With no subcommand, starts the terminal UI. The common flags work before or\n'
-        '  after the subcommand. Exit codes: 0 ok, 1 failed/unverified, 2\n'
-        '  configuration/usage error, 130 interrupted.\n'
-        '\n'
-        '  Ctrl-C (or SIGTERM) while a command works: the first stops it cleanly\n'
+    "": (
+        "Usage: flow [OPTIONS] [COMMAND] [ARGS]...\n"
+        "\n"
+        "  Flow: bounded planner → coder → reviewer runs, verified by checks you\n"
+        "  approve.\n"
+        "\n"
+        "  With no subcommand, starts the terminal UI. The common flags work before or\n"
+        "  after the subcommand. Exit codes: 0 ok, 1 failed/unverified, 2\n"
+        "  configuration/usage error, 130 interrupted.\n"
+        "\n"
+        "  Ctrl-C (or SIGTERM) while a command works: the first stops it cleanly\n"
         '  ("stopping…"; check processes are killed, the report says interrupted); a\n'
-        '  second forces an immediate exit.\n'
-        '\n'
-        'Options:\n'
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  --version        Show the version and exit.\n'
-        '  -h, --help       Show this message and exit.\n'
-        '\n'
-        'Commands:\n'
+        "  second forces an immediate exit.\n"
+        "\n"
+        "Options:\n"
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  --version        Show the version and exit.\n"
+        "  -h, --help       Show this message and exit.\n"
+        "\n"
+        "Commands:\n"
         "  apply       Apply an isolated run's kept change to the workspace...\n"
-        '  check       Run every configured check (or only NAME) and print one...\n'
-        '  completion  Print the shell completion script for SHELL (bash, zsh or...\n'
-        '  explain     Explain an error CODE: its meaning, usual cause and fix (no...\n'
-        '  run         Run the verified planner → coder → reviewer workflow on...\n'
-        '  runs        List recorded runs, newest first: id, time, status, changed...\n'
-        '  serve       Serve flow_status, flow_run and flow_check over MCP stdio...\n'
+        "  check       Run every configured check (or only NAME) and print one...\n"
+        "  completion  Print the shell completion script for SHELL (bash, zsh or...\n"
+        "  explain     Explain an error CODE: its meaning, usual cause and fix (no...\n"
+        "  run         Run the verified planner → coder → reviewer workflow on...\n"
+        "  runs        List recorded runs, newest first: id, time, status, changed...\n"
+        "  serve       Serve flow_status, flow_run and flow_check over MCP stdio...\n"
         "  show        Show a recorded run (default: this workspace's latest), or...\n"
-        '  status      Print the workspace, trust, config sources, models, checks...\n'
-        '  tui         Start the terminal UI (also what plain `flow` does).\n'
-        '  undo        Restore the files a run changed and remove the files it...\n'
+        "  status      Print the workspace, trust, config sources, models, checks...\n"
+        "  tui         Start the terminal UI (also what plain `flow` does).\n"
+        "  undo        Restore the files a run changed and remove the files it...\n"
     ),
-    'apply': (
-        'Usage: flow apply [OPTIONS] ID\n'
-        '\n'
+    "apply": (
+        "Usage: flow apply [OPTIONS] ID\n"
+        "\n"
         "  Apply an isolated run's kept change to the workspace (refused if the files\n"
-        '  moved on).\n'
-        '\n'
-        'Options:\n'
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help       Show this message and exit.\n'
+        "  moved on).\n"
+        "\n"
+        "Options:\n"
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help       Show this message and exit.\n"
     ),
-    'check': (
-        'Usage: flow check [OPTIONS] [NAME]\n'
-        '\n'
-        '  Run every configured check (or only NAME) and print one JSON report.\n'
-        '\n'
-        '  Needs --trusted: checks execute project code. Exit 0 when every selected\n'
-        '  check passed, 1 when one failed, 2 for an unknown NAME or a missing\n'
-        '  --trusted.\n'
-        '\n'
-        'Options:\n'
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help       Show this message and exit.\n'
+    "check": (
+        "Usage: flow check [OPTIONS] [NAME]\n"
+        "\n"
+        "  Run every configured check (or only NAME) and print one JSON report.\n"
+        "\n"
+        "  Needs --trusted: checks execute project code. Exit 0 when every selected\n"
+        "  check passed, 1 when one failed, 2 for an unknown NAME or a missing\n"
+        "  --trusted.\n"
+        "\n"
+        "Options:\n"
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help       Show this message and exit.\n"
     ),
-    'completion': (
-        'Usage: flow completion [OPTIONS] {bash|zsh|fish}\n'
-        '\n'
-        '  Print the shell completion script for SHELL (bash, zsh or fish).\n'
-        '\n'
+    "completion": (
+        "Usage: flow completion [OPTIONS] {bash|zsh|fish}\n"
+        "\n"
+        "  Print the shell completion script for SHELL (bash, zsh or fish).\n"
+        "\n"
         '  bash: eval "$(flow completion bash)"   (e.g. in ~/.bashrc)\n'
         '  zsh:  eval "$(flow completion zsh)"    (e.g. in ~/.zshrc)\n'
-        '  fish: flow completion fish > ~/.config/fish/completions/flow.fish\n'
-        '\n'
-        'Options:\n'
-        '  -h, --help  Show this message and exit.\n'
+        "  fish: flow completion fish > ~/.config/fish/completions/flow.fish\n"
+        "\n"
+        "Options:\n"
+        "  -h, --help  Show this message and exit.\n"
     ),
-    'explain': (
-        'Usage: flow explain [OPTIONS] [CODE]\n'
-        '\n'
-        '  Explain an error CODE: its meaning, usual cause and fix (no CODE: list every\n'
-        '  code).\n'
-        '\n'
-        '  Every error line Flow writes on stderr ends with its code in brackets, e.g.\n'
-        '  [check_timeout]; `flow explain check_timeout` says what it means and what to\n'
-        '  do. Exit 0, or 2 for an unknown CODE.\n'
-        '\n'
-        'Options:\n'
-        '  -h, --help  Show this message and exit.\n'
+    "explain": (
+        "Usage: flow explain [OPTIONS] [CODE]\n"
+        "\n"
+        "  Explain an error CODE: its meaning, usual cause and fix (no CODE: list every\n"
+        "  code).\n"
+        "\n"
+        "  Every error line Flow writes on stderr ends with its code in brackets, e.g.\n"
+        "  [check_timeout]; `flow explain check_timeout` says what it means and what to\n"
+        "  do. Exit 0, or 2 for an unknown CODE.\n"
+        "\n"
+        "Options:\n"
+        "  -h, --help  Show this message and exit.\n"
     ),
-    'run': (
-        'Usage: flow run [OPTIONS] TASK\n'
-        '\n'
-        '  Run the verified planner → coder → reviewer workflow on TASK; print one JSON\n'
-        '  report.\n'
-        '\n'
-        '  Without --trusted only the plan is made (read-only) and the exit code is 1.\n'
-        '  Exit 0 only when the run is verified. Every run is recorded (flow runs, flow\n'
-        '  show, flow undo); a run that could never be verified (no required check, a\n'
+    "run": (
+        "Usage: flow run [OPTIONS] TASK\n"
+        "\n"
+        "  Run the verified planner → coder → reviewer workflow on TASK; print one JSON\n"
+        "  report.\n"
+        "\n"
+        "  Without --trusted only the plan is made (read-only) and the exit code is 1.\n"
+        "  Exit 0 only when the run is verified. Every run is recorded (flow runs, flow\n"
+        "  show, flow undo); a run that could never be verified (no required check, a\n"
         "  required check's program missing, an empty task) is refused before any model\n"
-        '  request, with exit code 2.\n'
-        '\n'
-        'Options:\n'
-        '  --isolate / --no-isolate  Work in a git worktree (or a private copy) and\n'
-        '                            apply only a verified change (default: [runs]\n'
-        '                            isolate).\n'
-        '  --allow-failing-baseline  Go on when a required lint/type check already\n'
-        '                            fails before any change, judging it by new\n'
-        '                            findings only (default: [agent]\n'
-        '                            allow_failing_baseline).\n'
-        '  --workspace DIR           Project directory; overrides workspace_dir before\n'
-        '                            anything is built.\n'
-        '  --config FILE             Operator config (TOML) to load after the user\n'
-        '                            config; approves it.\n'
-        '  --trusted                 Allow project edits and the configured named\n'
-        '                            checks.\n'
-        '  --model NAME              Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help                Show this message and exit.\n'
+        "  request, with exit code 2.\n"
+        "\n"
+        "Options:\n"
+        "  --isolate / --no-isolate  Work in a git worktree (or a private copy) and\n"
+        "                            apply only a verified change (default: [runs]\n"
+        "                            isolate).\n"
+        "  --allow-failing-baseline  Go on when a required lint/type check already\n"
+        "                            fails before any change, judging it by new\n"
+        "                            findings only (default: [agent]\n"
+        "                            allow_failing_baseline).\n"
+        "  --workspace DIR           Project directory; overrides workspace_dir before\n"
+        "                            anything is built.\n"
+        "  --config FILE             Operator config (TOML) to load after the user\n"
+        "                            config; approves it.\n"
+        "  --trusted                 Allow project edits and the configured named\n"
+        "                            checks.\n"
+        "  --model NAME              Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help                Show this message and exit.\n"
     ),
-    'runs': (
-        'Usage: flow runs [OPTIONS]\n'
-        '\n'
-        '  List recorded runs, newest first: id, time, status, changed files,\n'
-        '  workspace, task.\n'
-        '\n'
-        '  Works from any folder; the workspace only filters: the runs of --workspace\n'
+    "runs": (
+        "Usage: flow runs [OPTIONS]\n"
+        "\n"
+        "  List recorded runs, newest first: id, time, status, changed files,\n"
+        "  workspace, task.\n"
+        "\n"
+        "  Works from any folder; the workspace only filters: the runs of --workspace\n"
         "  (or the config's workspace_dir), else of the workspace holding the current\n"
         "  folder, else every workspace's; --all lists every workspace's. The records\n"
-        '  live under $XDG_STATE_HOME/flow/runs (default ~/.local/state/flow/runs).\n'
-        '\n'
-        'Options:\n'
-        '  --json                 One JSON object on stdout, not a table.\n'
-        '  --all                  Runs of every workspace.\n'
-        '  --limit INTEGER RANGE  Newest N (0: all).  [default: 20; x>=0]\n'
-        '  --workspace DIR        Project directory; overrides workspace_dir before\n'
-        '                         anything is built.\n'
-        '  --config FILE          Operator config (TOML) to load after the user config;\n'
-        '                         approves it.\n'
-        '  --trusted              Allow project edits and the configured named checks.\n'
-        '  --model NAME           Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help             Show this message and exit.\n'
+        "  live under $XDG_STATE_HOME/flow/runs (default ~/.local/state/flow/runs).\n"
+        "\n"
+        "Options:\n"
+        "  --json                 One JSON object on stdout, not a table.\n"
+        "  --all                  Runs of every workspace.\n"
+        "  --limit INTEGER RANGE  Newest N (0: all).  [default: 20; x>=0]\n"
+        "  --workspace DIR        Project directory; overrides workspace_dir before\n"
+        "                         anything is built.\n"
+        "  --config FILE          Operator config (TOML) to load after the user config;\n"
+        "                         approves it.\n"
+        "  --trusted              Allow project edits and the configured named checks.\n"
+        "  --model NAME           Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help             Show this message and exit.\n"
     ),
-    'serve': (
-        'Usage: flow serve [OPTIONS]\n'
-        '\n'
-        '  Serve flow_status, flow_run and flow_check over MCP stdio (delegates to\n'
-        '  flow-mcp).\n'
-        '\n'
-        'Options:\n'
-        '  --workspace DIR           Project directory; overrides workspace_dir before\n'
-        '                            anything is built.\n'
-        '  --config FILE             Operator config (TOML) to load after the user\n'
-        '                            config; approves it.\n'
-        '  --trusted                 Allow project edits and the configured named\n'
-        '                            checks.\n'
-        '  --model NAME              Model for every role (planner, coder, reviewer).\n'
-        '  --nvim SOCKET             Private Neovim socket of Rose, for the editor\n'
-        '                            bridge (needs flow-cli[editor]).\n'
-        '  --editor-timeout SECONDS  Editor request timeout in seconds (0.1-660,\n'
-        '                            default 120).\n'
-        '  --max-result-chars N      Cap on one tool result in JSON characters; past it\n'
-        '                            the diff is cut and the result says `flow show\n'
-        '                            RUN_ID --diff` (default 40000).  [x>=4000]\n'
-        '  -h, --help                Show this message and exit.\n'
+    "serve": (
+        "Usage: flow serve [OPTIONS]\n"
+        "\n"
+        "  Serve flow_status, flow_run and flow_check over MCP stdio (delegates to\n"
+        "  flow-mcp).\n"
+        "\n"
+        "Options:\n"
+        "  --workspace DIR           Project directory; overrides workspace_dir before\n"
+        "                            anything is built.\n"
+        "  --config FILE             Operator config (TOML) to load after the user\n"
+        "                            config; approves it.\n"
+        "  --trusted                 Allow project edits and the configured named\n"
+        "                            checks.\n"
+        "  --model NAME              Model for every role (planner, coder, reviewer).\n"
+        "  --nvim SOCKET             Private Neovim socket of Rose, for the editor\n"
+        "                            bridge (needs flow-cli[editor]).\n"
+        "  --editor-timeout SECONDS  Editor request timeout in seconds (0.1-660,\n"
+        "                            default 120).\n"
+        "  --max-result-chars N      Cap on one tool result in JSON characters; past it\n"
+        "                            the diff is cut and the result says `flow show\n"
+        "                            RUN_ID --diff` (default 40000).  [x>=4000]\n"
+        "  -h, --help                Show this message and exit.\n"
     ),
-    'show': (
-        'Usage: flow show [OPTIONS] [ID]\n'
-        '\n'
+    "show": (
+        "Usage: flow show [OPTIONS] [ID]\n"
+        "\n"
         "  Show a recorded run (default: this workspace's latest), or one part of its\n"
-        '  record.\n'
-        '\n'
-        'Options:\n'
+        "  record.\n"
+        "\n"
+        "Options:\n"
         "  --diff           Print the run's diff.\n"
-        '  --transcript     Print the transcript (JSONL).\n'
-        '  --plan           Print the plan.\n'
+        "  --transcript     Print the transcript (JSONL).\n"
+        "  --plan           Print the plan.\n"
         "  --json           Print the run's JSON report.\n"
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help       Show this message and exit.\n'
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help       Show this message and exit.\n"
     ),
-    'status': (
-        'Usage: flow status [OPTIONS]\n'
-        '\n'
-        '  Print the workspace, trust, config sources, models, checks and budgets as\n'
-        '  JSON.\n'
-        '\n'
-        '  Sends no model request and runs no command; works with no model server\n'
-        '  running.\n'
-        '\n'
-        'Options:\n'
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help       Show this message and exit.\n'
+    "status": (
+        "Usage: flow status [OPTIONS]\n"
+        "\n"
+        "  Print the workspace, trust, config sources, models, checks and budgets as\n"
+        "  JSON.\n"
+        "\n"
+        "  Sends no model request and runs no command; works with no model server\n"
+        "  running.\n"
+        "\n"
+        "Options:\n"
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help       Show this message and exit.\n"
     ),
-    'tui': (
-        'Usage: flow tui [OPTIONS]\n'
-        '\n'
-        '  Start the terminal UI (also what plain `flow` does).\n'
-        '\n'
-        'Options:\n'
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help       Show this message and exit.\n'
+    "tui": (
+        "Usage: flow tui [OPTIONS]\n"
+        "\n"
+        "  Start the terminal UI (also what plain `flow` does).\n"
+        "\n"
+        "Options:\n"
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help       Show this message and exit.\n"
     ),
-    'undo': (
-        'Usage: flow undo [OPTIONS] [ID]\n'
-        '\n'
-        '  Restore the files a run changed and remove the files it created (default:\n'
-        '  latest run).\n'
-        '\n'
-        '  Refused, changing nothing, when any of them changed after the run, unless\n'
-        '  --force. The undo is recorded too: flow undo UNDO-ID puts the change back.\n'
-        '\n'
-        'Options:\n'
-        '  --force          Restore even files that changed after the run.\n'
-        '  --workspace DIR  Project directory; overrides workspace_dir before anything\n'
-        '                   is built.\n'
-        '  --config FILE    Operator config (TOML) to load after the user config;\n'
-        '                   approves it.\n'
-        '  --trusted        Allow project edits and the configured named checks.\n'
-        '  --model NAME     Model for every role (planner, coder, reviewer).\n'
-        '  -h, --help       Show this message and exit.\n'
+    "undo": (
+        "Usage: flow undo [OPTIONS] [ID]\n"
+        "\n"
+        "  Restore the files a run changed and remove the files it created (default:\n"
+        "  latest run).\n"
+        "\n"
+        "  Refused, changing nothing, when any of them changed after the run, unless\n"
+        "  --force. The undo is recorded too: flow undo UNDO-ID puts the change back.\n"
+        "\n"
+        "Options:\n"
+        "  --force          Restore even files that changed after the run.\n"
+        "  --workspace DIR  Project directory; overrides workspace_dir before anything\n"
+        "                   is built.\n"
+        "  --config FILE    Operator config (TOML) to load after the user config;\n"
+        "                   approves it.\n"
+        "  --trusted        Allow project edits and the configured named checks.\n"
+        "  --model NAME     Model for every role (planner, coder, reviewer).\n"
+        "  -h, --help       Show this message and exit.\n"
     ),
 }
