@@ -304,8 +304,11 @@ def test_flow_run_mcp_sdk_client(
     result = results["result"]
     report = _structured(result)
     assert isinstance(report, dict)
-    text = result.content[0].text
-    assert harness.one_json_object(text) == report
+    # The text blocks: a one-line summary naming the run, then the report without its diff
+    # (the diff is only in structuredContent, so a client never receives it twice).
+    summary, text_report = (block.text for block in result.content)
+    assert report["run_id"] in summary
+    assert harness.one_json_object(text_report) == {k: v for k, v in report.items() if k != "diff"}
     assert _is_error(result) is (not report["ok"])
     assert_invariants(
         report,
