@@ -24,15 +24,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
-from flow_core._report import CheckResult, CycleRecord, ErrorInfo, Review, Verification
+from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
-from flow_core.run._changes import ChangeTracker
 from flow_core.run._loop import run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
@@ -43,38 +41,34 @@ from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate,
 if TYPE_CHECKING:
     from flow_core._report import ReportStatus
     from flow_core.config import FlowConfig
-    from flow_core.tools import ToolBox
+    from flow_core.run._run import Run
 
 __all__ = ["RunDriver"]
 
 
-@dataclass
 class RunDriver:
-    """Drives one run for ``Runtime.run``; the runtime supplies its parts.
+    """Drives one ``Run`` through the workflow of the module docstring on ``backend``.
 
-    Attributes:
-        toolbox: builds the toolset for ``(role, cycle)``.
-        run_check: runs one configured check by name in ``cycle`` (None outside a cycle).
+    It reads the run's config, state, changes and editor, and acts through the run's
+    ``toolbox``, ``run_check``, ``baseline`` and ``watch`` (``run/_run.py``).
     """
 
-    config: FlowConfig
-    trusted: bool
-    state: RunState
-    changes: ChangeTracker
-    editor: EditorBridge | None
-    backend: Callable[[], ChatBackend]
-    toolbox: Callable[[Role, int | None], ToolBox]
-    run_check: Callable[[str, int | None], CheckResult]
-    baseline: Callable[[], list[ErrorInfo]] = list
-    watch: Callable[[Mapping[str, str | None]], list[str]] = lambda written: []
+    def __init__(self, run: Run, backend: ChatBackend) -> None:
+        self.run = run
+        self.backend = backend
+        self.config: FlowConfig = run.config
+        self.trusted = run.trusted
+        self.state: RunState = run.state
+        self.changes = run.changes
+        self.editor: EditorBridge | None = run.editor
 
-    def run(self, task: str) -> ReportStatus:
+    def drive(self, task: str) -> ReportStatus:
         """Plan, then cycle until verified or out of cycles; returns the report status."""
         state = self.state
         if self.trusted:
             # The baseline, before any model request: the evidence later checks are judged by
             # (test results, the tree's base fingerprint), and whether a run can verify at all.
-            stops = self.baseline()
+            stops = self.run.baseline()
             if stops:
                 state.errors.extend(stops)
                 reasons = ["a required check already fails before any change (baseline_failing)"]
@@ -115,11 +109,11 @@ class RunDriver:
         response_format: Mapping[str, Any] | None = None,
     ) -> RoleOutcome:
         system = load_prompt(role)
-        toolbox = self.toolbox(role, cycle)
+        toolbox = self.run.toolbox(role, cycle)
         try:
             return run_role(
                 self.state,
-                self.backend(),
+                self.backend,
                 self.config.agent,
                 self.config.model_for(role),
                 role,
@@ -148,7 +142,7 @@ class RunDriver:
         # means").
         hashes_checked = self.changes.hashes()
         fresh_checked = self._freshness(cycle)
-        checks = [self.run_check(name, cycle) for name in config.checks]
+        checks = [self.run.run_check(name, cycle) for name in config.checks]
         state.check_stop()
         state.final_checks = checks
         changed = self.changes.changed_files()
@@ -174,7 +168,7 @@ class RunDriver:
             budget_reasons.append("the run's wall-clock limit ran out (budget_time)")
         hashes_reviewed = self.changes.hashes()
         # The whole tree: anything Flow's tools did not write, since the coder started.
-        outside = self.watch(hashes_checked)
+        outside = self.run.watch(hashes_checked)
         fresh_reviewed = self._freshness(cycle)
         snapshot_equal = (
             fresh_checked is not None

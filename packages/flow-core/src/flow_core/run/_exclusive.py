@@ -41,13 +41,14 @@ def run_exclusive(runtime: Runtime, task: str, store: RunStore, *, may_isolate: 
         if busy is not None and policy == "isolate" and may_isolate:
             return runtime._run_isolated(task)
         if busy is not None:
-            state = runtime._state = runtime._new_state(task)
+            # A run that only waits: ``Runtime.interrupt`` stops the wait through its state.
+            state = runtime._new_run(task).state
             if policy == "wait":
                 # stderr: every front end keeps stdout for its one report or protocol
                 sys.stderr.write(f"flow: waiting: {busy_message(lock.workspace, busy)}\n")
                 sys.stderr.flush()
             lock.acquire(wait=policy == "wait", should_stop=lambda: state.stop, what="run")
     except StoreError as err:
-        return runtime._failed_report(task, err.code, err.message)
+        return runtime._new_run(task).failed("run", err.code, err.message)
     with lock:
         return runtime._run_recorded(task)

@@ -1,6 +1,8 @@
 """An isolated run: the whole workflow in a private tree; only a verified change comes back.
 
-``Runtime.run(task, isolate=True)`` (or ``[runs] isolate = true``) calls ``run_isolated``:
+``Runtime.run(task, isolate=True)`` (or ``[runs] isolate = true``) runs a ``Run`` through
+these steps (``enter_tree``, ``Run.execute``, ``leave_tree``, ``apply_or_keep``), each working
+on the ``Run`` through its public members:
 
 1. a run record is started and the tree is made inside it (``flow_core.store.prepare_tree``:
    a git worktree of ``HEAD`` carrying the user's uncommitted state, or a private copy);
@@ -24,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flow_core._report import ErrorInfo, Isolation, Report
-from flow_core.run._journal import Journal
 from flow_core.store import (
+    IsolatedTree,
     RunStore,
     StoreError,
     apply_run,
@@ -35,41 +37,33 @@ from flow_core.store import (
 from flow_safeio import SafeIOError, Workspace
 
 if TYPE_CHECKING:
-    from flow_core.run._runtime import Runtime
+    from flow_core.config import FlowConfig
+    from flow_core.run._run import Run
+    from flow_core.store import RunRecord
 
-__all__ = ["run_isolated"]
-
-
-def _keep_new_content(runtime: Runtime, journal: Journal) -> None:
-    """Store the changed files' new bytes in the record, read from the tree."""
-    record = journal.record
-    if record is None:
-        return
-    for entry in record.changed_files():
-        if entry.post_sha256 is None:
-            continue
-        data = runtime._changes.read_disk(entry.path)
-        if data is not None:
-            record.store_post_image(entry.path, data)
+__all__ = ["apply_or_keep", "enter_tree", "leave_tree"]
 
 
-def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
-    """Run ``task`` in an isolated tree and apply the change only when it is verified.
+def _record(run: Run) -> RunRecord:
+    record = run.journal.record
+    if record is None:  # pragma: no cover - Runtime always records an isolated run
+        raise StoreError("an isolated run needs a run record", code="isolate_failed")
+    return record
+
+
+def enter_tree(run: Run) -> IsolatedTree | Report:
+    """Make the private tree inside the run's record and move ``run`` into it.
 
     Returns:
-        The run's report, with ``workspace`` the real workspace, ``isolation`` set, and
-        ``run_id``/``run_dir`` naming the record. A tree that cannot be made, or a refused
-        apply, is reported in ``errors`` (codes ``isolate_failed``, ``apply_conflict``).
+        The tree; or, when it cannot be made (``isolate_failed``), the run's final report,
+        already written to the record.
     """
-    original = runtime.config
-    workspace = str(original.workspace_dir)
-    record = store.begin(workspace=workspace, task=task, isolated=True)
-    journal = Journal(record)
+    record = _record(run)
     try:
-        tree = prepare_tree(Path(workspace), record.dir / "tree")
+        tree = prepare_tree(Path(run.config.workspace_dir), record.dir / "tree")
     except StoreError as err:
-        report = runtime._failed_report(task, err.code, err.message)
-        journal.finish(report, isolated=True, applied=False)
+        report = run.failed("run", err.code, err.message)
+        run.journal.finish(report, isolated=True, applied=False)
         return report.model_copy(update={"run_id": record.id, "run_dir": str(record.dir)})
     # Where the tree is, so a reader can settle the record if this process dies (store/_reap).
     record.save_meta(
@@ -78,14 +72,38 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
         tree_top=str(tree.top),
         tree_git_top=None if tree.git_top is None else str(tree.git_top),
     )
-    runtime._use_config(original.model_copy(update={"workspace_dir": tree.root}))
+    run.use_config(run.config.model_copy(update={"workspace_dir": tree.root}))
+    return tree
+
+
+def leave_tree(run: Run, tree: IsolatedTree, original: FlowConfig) -> None:
+    """Keep the changed files' new bytes in the record (best effort), move ``run`` back to
+    ``original``'s workspace and remove the tree."""
     try:
-        report = runtime._run_journaled(task, journal)
+        record = _record(run)
         with contextlib.suppress(StoreError, OSError):
-            _keep_new_content(runtime, journal)
+            for entry in record.changed_files():
+                if entry.post_sha256 is None:
+                    continue
+                data = run.changes.read_disk(entry.path)
+                if data is not None:
+                    record.store_post_image(entry.path, data)
     finally:
-        runtime._use_config(original)
+        run.use_config(original)
         remove_tree(tree)
+
+
+def apply_or_keep(run: Run, store: RunStore, tree: IsolatedTree, report: Report) -> Report:
+    """Apply a verified change to the real workspace as one patch, or keep it in the record.
+
+    Returns:
+        The run's report, with ``workspace`` the real workspace, ``isolation`` set, and
+        ``run_id``/``run_dir`` naming the record. A refused apply is reported in ``errors``
+        (``apply_conflict``).
+    """
+    record = _record(run)
+    config = run.config
+    workspace = str(config.workspace_dir)
     reason: str | None = None
     applied = False
     errors = list(report.errors)
@@ -97,7 +115,7 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
         try:
             with (
                 store.workspace_lock(workspace) as lock,
-                Workspace(workspace, protected=tuple(original.protected)) as ws,
+                Workspace(workspace, protected=tuple(config.protected)) as ws,
             ):
                 lock.acquire(wait=False, what="apply", run_id=record.id)
                 apply_run(store, store.get(record.id), ws, own_run=True)
@@ -115,5 +133,5 @@ def run_isolated(runtime: Runtime, task: str, store: RunStore) -> Report:
             "run_dir": str(record.dir),
         }
     )
-    journal.finish(report, isolated=True, applied=applied)
+    run.journal.finish(report, isolated=True, applied=applied)
     return report

@@ -2,62 +2,31 @@
 
 Sources: ``docs/architecture.md`` ("The life of one flow run", "What verified means", "Trust").
 
-The parts live next to it: the run itself (``_cycle``), the role loop (``_loop``), context
-trimming (``_context``), change tracking (``_changes``), the prompt texts (``_prompts``), the
-reviewer's reply (``_review``), per-run state (``_state``) and report assembly
-(``_reporting``). ``Runtime`` owns the long-lived parts (backend, editor, workspace) and
-creates one ``RunState`` per ``run``/``check``.
+``Runtime`` keeps what lives across runs: the config, the backend, the editor bridge and the
+run store. Each ``run`` or ``check`` creates one ``Run`` (``run/_run.py``), which owns the run's
+state, changes, evidence, journal, workspace handle, tools and check runner; the runtime keeps
+a reference to the latest one only for ``interrupt`` and ``rollback``. An isolated run is a
+``Run`` whose workspace is a private tree (``run/_isolated.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from flow_core._errors import (
-    BackendError,
-    EditorError,
-    FlowError,
-    NotTrustedError,
-    UnknownCheckError,
-)
+from flow_core._errors import FlowError, NotTrustedError, UnknownCheckError
 from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
-from flow_core._report import CheckResult, ErrorInfo, Report, ReportStatus
-from flow_core.run._baseline import BaselineGuard, baseline_check_names
-from flow_core.run._changes import ChangeTracker, sha256_hex
-from flow_core.run._evidence import RunEvidence, prepare
-from flow_core.run._journal import NULL_JOURNAL, Journal
+from flow_core._report import Report
 from flow_core.run._preflight import model_preflight, preflight
-from flow_core.run._reporting import build_report
-from flow_core.run._state import Interrupted, RunState
-from flow_safeio import SafeIOError
+from flow_core.run._run import Run, RunSetup, kill_check_groups
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
     from flow_core.run._budget import RoleBudget
-    from flow_core.store import RunStore
-    from flow_core.tools import ToolBox
-    from flow_safeio import Workspace
+    from flow_core.store import RunRecord, RunStore
 
 __all__ = ["Runtime"]
-
-#: The check runner's module. It, the run driver and the file tools are imported when a check
-#: or a run first needs them, so ``status()`` (``flow status``) loads none of them.
-_CHECKS_MODULE = "flow_core.verify._checks"
-
-
-def _kill_check_groups(owner: object) -> None:
-    """Kill ``owner``'s check process groups (``verify/_checks.kill_all_process_groups``).
-
-    When the check runner was never imported no group was ever started, and nothing is
-    imported here: this runs from signal handlers, which must not take the import lock.
-    """
-    checks = sys.modules.get(_CHECKS_MODULE)
-    if checks is not None:
-        checks.kill_all_process_groups(owner=owner)
 
 
 class Runtime:
@@ -99,11 +68,10 @@ class Runtime:
         self._on_event = on_event
         self._config_sources = list(config_sources)
         self._store = store
-        self._workspace: Workspace | None = None
-        self._editor_schemas: list[dict[str, Any]] | None = None
-        self._changes = ChangeTracker(self._get_workspace)
-        self._evidence = RunEvidence()
-        self._state = self._new_state()
+        #: The run or check in progress (or the latest), for ``interrupt`` and ``close``.
+        self._active: Run | None = None
+        #: The latest ``run``, whose writes ``rollback`` restores (a check writes nothing).
+        self._last_run: Run | None = None
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -152,28 +120,11 @@ class Runtime:
 
         require_sandbox(self.config.sandbox)
         missing = model_preflight(self.config, self._list_models_quietly)
+        run = self._new_run(checking=True)
         if missing:
-            self._state = self._new_state()
-            self._state.errors.extend(missing)
-            return self._report("check", "error", ok=False)
-        state = self._state = self._new_state()
-        self._evidence = RunEvidence()
-        names = [name] if name is not None else list(self.config.checks)
-        status: ReportStatus
-        try:
-            results = [self._run_one_check(n, None) for n in names]
-            state.final_checks = results
-            if state.stop or any(r.status == "interrupted" for r in results):
-                status = "interrupted"
-            elif not results:
-                state.error("no_checks", "no named checks are configured")
-                status = "failed"
-            else:
-                status = "passed" if all(r.status == "passed" for r in results) else "failed"
-        except (KeyboardInterrupt, Interrupted):
-            _kill_check_groups(self)
-            status = "interrupted"
-        return self._report("check", status, ok=status == "passed")
+            run.state.errors.extend(missing)
+            return run.report("check", "error", ok=False)
+        return run.check([name] if name is not None else list(self.config.checks))
 
     def run(self, task: str, *, isolate: bool | None = None) -> Report:
         """Run one task through plan → code → verify → review.
@@ -195,10 +146,9 @@ class Runtime:
         if not problems:
             problems = model_preflight(self.config, self._list_models_quietly)
         if problems:
-            self._state = self._new_state(task)
-            self._changes = ChangeTracker(self._get_workspace)
-            self._state.errors.extend(problems)
-            return self._report("run", "error", ok=False)
+            run = self._new_run(task)
+            run.state.errors.extend(problems)
+            return run.report("run", "error", ok=False)
         isolate = self.config.runs.isolate if isolate is None else isolate
         writes = self.trusted and self._editor is None
         if isolate and writes:
@@ -210,38 +160,49 @@ class Runtime:
         return run_exclusive(self, task, self._store, may_isolate=writes)
 
     def _run_isolated(self, task: str) -> Report:
-        """``run_isolated`` in the user's store (or the attached one)."""
-        from flow_core.run._isolated import run_isolated
+        """A run in a private tree inside its record (``run/_isolated.py``)."""
+        from flow_core.run._isolated import apply_or_keep, enter_tree, leave_tree
         from flow_core.store import RunStore, StoreError
 
         try:
             store = self._store or RunStore.for_workspace(
                 self.config.workspace_dir, self.config.runs
             )
-            return run_isolated(self, task, store)
+            record = store.begin(workspace=str(self.config.workspace_dir), task=task, isolated=True)
         except StoreError as err:
-            return self._failed_report(task, err.code, err.message)
+            return self._new_run(task).failed("run", err.code, err.message)
+        run = self._new_run(task, record)
+        original = run.config
+        tree = enter_tree(run)
+        if isinstance(tree, Report):
+            return tree
+        try:
+            report = self._execute(run)
+        finally:
+            leave_tree(run, tree, original)
+        return apply_or_keep(run, store, tree, report)
 
     def _run_recorded(self, task: str) -> Report:
         """A run in the workspace itself, recorded when a store is attached."""
         from flow_core.store import StoreError
 
-        journal = NULL_JOURNAL
+        record = None
         if self._store is not None:
             try:
                 record = self._store.begin(workspace=str(self.config.workspace_dir), task=task)
             except StoreError as err:
-                return self._failed_report(task, err.code, err.message)
-            journal = Journal(record)
-        report = self._run_journaled(task, journal)
+                return self._new_run(task).failed("run", err.code, err.message)
+        run = self._new_run(task, record)
+        journal = run.journal
+        report = self._execute(run)
         rolled: list[str] = []
         policy = self.config.runs.on_unverified
         if policy == "rollback" and not report.verified and report.changed_files:
-            failed = self.rollback()
+            failed = run.changes.rollback(run.editor)
             rolled = [p for p in report.changed_files if p not in failed]
             journal.note("rollback", restored=rolled, failed=failed)
             for path in rolled:  # what the rollback's own writes left: the pre-images
-                self._after_write(path, self._changes.pre.get(path))
+                run.after_write(path, run.changes.pre.get(path))
         if journal.record is not None:
             record = journal.record
             report = report.model_copy(
@@ -252,66 +213,13 @@ class Runtime:
             report = report.model_copy(update={"rolled_back": rolled})
         return report
 
-    def _run_journaled(self, task: str, journal: Journal) -> Report:
-        """The run itself, on the current config's workspace, written into ``journal``."""
-        state = self._state = self._new_state(task)
-        state.journal = journal
-        self._changes = ChangeTracker(self._get_workspace)
-        allow = self.config.agent.allow_failing_baseline
-        self._evidence = RunEvidence(guard=BaselineGuard(allow_failing=allow))
-        state.emit("run_started", detail={"task": task[:200]})
-        journal.note("run_started", task=task, workspace=str(self.config.workspace_dir))
-        status: ReportStatus
+    def _execute(self, run: Run) -> Report:
+        """``run.execute`` on this runtime's backend (built now when it was not given)."""
         try:
-            from flow_core.run._cycle import RunDriver
-
-            if self.trusted:
-                from flow_core.verify._sandbox import require_sandbox
-
-                require_sandbox(self.config.sandbox)  # before any model time is spent
-            self._get_workspace()
-            status = RunDriver(
-                config=self.config,
-                trusted=self.trusted,
-                state=state,
-                changes=self._changes,
-                editor=self._editor,
-                backend=self._get_backend,
-                toolbox=self._toolbox,
-                run_check=self._run_one_check,
-                baseline=self._baseline,
-                watch=self._watch,
-            ).run(task)
-        except (KeyboardInterrupt, Interrupted):
-            _kill_check_groups(self)
-            status = "interrupted"
-        except (BackendError, EditorError) as err:
-            state.error(err.code, err.message)
-            status = "failed"
+            backend = self._get_backend()
         except FlowError as err:
-            state.error(err.code, err.message)
-            status = "error"
-        except SafeIOError as err:  # the workspace root is missing, replaced or unreadable
-            state.error(err.code, f"workspace unusable: {err}")
-            status = "error"
-        report = self._report("run", status, ok=status == "verified")
-        journal.note("run_finished", status=status, errors=[e.code for e in report.errors])
-        state.emit("run_finished", ok=report.ok, detail={"status": status})
-        return report
-
-    def _failed_report(self, task: str, code: str, message: str) -> Report:
-        """A run report for a run that could not start (status ``error``)."""
-        self._state = self._new_state(task)
-        self._changes = ChangeTracker(self._get_workspace)
-        self._state.error(code, message)
-        return self._report("run", "error", ok=False)
-
-    def _use_config(self, config: FlowConfig) -> None:
-        """Switch the workspace the next run works in (isolated runs); closes the old one."""
-        if self._workspace is not None:
-            self._workspace.close()
-            self._workspace = None
-        self.config = config
+            return run.not_started(err)
+        return run.execute(backend)
 
     def list_models(self) -> list[str]:
         """Models installed on the backend (builds the backend if needed).
@@ -358,8 +266,9 @@ class Runtime:
         flight is abandoned within ``POLL_S`` (20 ms; ``run/_interruptible.py``): its reply
         is dropped, no tool call or check starts after this returns.
         """
-        self._state.stop = True
-        _kill_check_groups(self)
+        run = self._active
+        if run is not None:
+            run.interrupt()
 
     def rollback(self) -> list[str]:
         """Restore every file the last run wrote to its pre-image; remove the files it created.
@@ -371,7 +280,9 @@ class Runtime:
         Returns:
             Paths that could not be restored or removed (already gone counts as removed).
         """
-        return self._changes.rollback(self._editor)
+        if self._last_run is None:
+            return []
+        return self._last_run.changes.rollback(self._editor)
 
     def close(self) -> None:
         """Kill this runtime's check groups; close the backend, the editor and the workspace.
@@ -379,14 +290,15 @@ class Runtime:
         Each is closed even when closing an earlier one raised (the first error propagates).
         """
         with contextlib.ExitStack() as stack:
-            if self._workspace is not None:
-                stack.callback(self._workspace.close)
-                self._workspace = None
+            for kept in {id(r): r for r in (self._last_run, self._active) if r}.values():
+                stack.callback(kept.close)
+            run = self._active
             if self._editor is not None:
                 stack.callback(self._editor.close)
             if self._backend is not None:
                 stack.callback(self._backend.close)
-            stack.callback(_kill_check_groups, self)
+            if run is not None:
+                stack.callback(kill_check_groups, run)
 
     def __enter__(self) -> Runtime:
         return self
@@ -396,26 +308,25 @@ class Runtime:
 
     # -- parts ----------------------------------------------------------------------------------
 
-    def _new_state(self, task: str | None = None) -> RunState:
-        return RunState(
-            max_tool_calls=self.config.agent.max_tool_calls,
-            on_event=self._on_event,
-            task=task,
-            max_seconds=self.config.agent.max_seconds,
+    def _new_run(
+        self, task: str | None = None, record: RunRecord | None = None, *, checking: bool = False
+    ) -> Run:
+        """A new ``Run`` on this runtime's long-lived parts; it becomes the active one and,
+        unless ``checking`` (``check``), the one ``rollback`` restores."""
+        run = self._active = Run(
+            RunSetup(
+                config=self.config,
+                trusted=self.trusted,
+                editor=self._editor,
+                on_event=self._on_event,
+                sources=self._config_sources,
+            ),
+            task,
+            record,
         )
-
-    def _report(self, kind: str, status: ReportStatus, *, ok: bool) -> Report:
-        return build_report(
-            kind,
-            status,
-            ok=ok,
-            config=self.config,
-            trusted=self.trusted,
-            sources=self._config_sources,
-            state=self._state,
-            changes=self._changes,
-            evidence=self._evidence,
-        )
+        if not checking:
+            self._last_run = run
+        return run
 
     def _get_backend(self) -> ChatBackend:
         if self._backend is None:
@@ -423,146 +334,3 @@ class Runtime:
 
             self._backend = make_backend(self.config)
         return self._backend
-
-    def _get_workspace(self) -> Workspace:
-        if self._workspace is None:
-            from flow_safeio import Workspace
-
-            self._workspace = Workspace(
-                self.config.workspace_dir, protected=tuple(self.config.protected)
-            )
-        return self._workspace
-
-    def _run_one_check(
-        self, name: str, cycle: int | None, *, baseline: bool = False
-    ) -> CheckResult:
-        state = self._state
-        state.check_stop()
-        # A check with structured results writes them to a private folder outside the
-        # workspace; they are judged against the baseline (run/_evidence.py).
-        prepared = prepare(self.config.checks[name], self.config.workspace_dir)
-        state.emit("check_started", cycle=cycle, name=name, detail={"baseline": baseline})
-        from flow_core.verify._checks import run_check
-
-        result = run_check(
-            name,
-            prepared.check,
-            cwd=self.config.workspace_dir,
-            editor=self._editor,
-            owner=self,
-            should_stop=lambda: state.stop,
-            sandbox=self.config.sandbox,
-            protected=self.config.protected,
-            writable=() if prepared.folder is None else (prepared.folder,),
-        )
-        result = self._evidence.conclude(result, prepared, baseline=baseline)
-        if baseline:
-            self._evidence.guard.add(result)
-        else:
-            result = self._evidence.guard.judge(result)
-        state.journal.check(result, cycle)
-        state.checks_ms += result.duration_ms
-        state.emit(
-            "check_finished",
-            cycle=cycle,
-            name=name,
-            ok=result.status == "passed",
-            detail={
-                "status": result.status,
-                "duration_ms": result.duration_ms,
-                "baseline": baseline,
-            },
-        )
-        if result.status == "interrupted":
-            state.stop = True
-        return result
-
-    def _keep_pre_image(self, path: str) -> None:
-        """Keep ``path``'s pre-image in memory and, before the write, in the run's record.
-
-        Raises:
-            ToolError: ``run_store_full`` / ``run_store_unusable`` when the record cannot
-                keep it: the write is refused, because it could not be undone.
-        """
-        from flow_core.store import StoreError
-        from flow_core.tools._toolbox import ToolError
-
-        self._changes.keep_pre_image(path)
-        try:
-            pre = self._changes.pre[path]
-            mode = None if pre is None else self._changes.mode_of(path)
-            self._state.journal.pre_image(path, pre, mode)
-        except StoreError as err:
-            raise ToolError(err.code, err.message) from err
-        except OSError as err:
-            raise ToolError(
-                "run_store_unusable",
-                f"the run record cannot keep the pre-image of {path} ({err}); write refused",
-            ) from err
-
-    def _after_write(self, path: str, data: bytes | None) -> None:
-        """Right after one of the run's own writes: record what it left (``Journal.written``).
-
-        The hash is that of the bytes written (with an editor attached, of the file as the
-        editor left it, read at once); the bits are read at once. Never refreshed later.
-        """
-        if self._editor is not None:
-            data = self._changes.read_disk(path)
-        mode = None if data is None else self._changes.mode_of(path)
-        self._state.journal.written(path, sha256_hex(data), mode)
-
-    def _baseline(self) -> list[ErrorInfo]:
-        """Before any model request: run the baseline checks once (``run/_baseline.py``),
-        then take the whole tree's base fingerprint (``run/_evidence.py``).
-
-        Returns:
-            ``baseline_failing`` entries that stop the run (empty: go on).
-        """
-        for name in baseline_check_names(self.config):
-            self._run_one_check(name, None, baseline=True)
-        self._state.check_stop()
-        self._evidence.watch_start(self.config.workspace_dir, self.config.runs.watch_max_files)
-        return self._evidence.guard.stops()
-
-    def _watch(self, written: Mapping[str, str | None]) -> list[str]:
-        """After a review: every change Flow's tools did not make, as gate reasons."""
-        return self._evidence.watch_check(self.config.workspace_dir, written)
-
-    def _check_editor_workspace(self, editor: EditorBridge) -> None:
-        """Rose's resolved workspace must be Flow's (``docs/architecture.md``, "Rose").
-
-        Raises:
-            EditorError: code ``editor_workspace_mismatch`` when they differ.
-        """
-        theirs = editor.workspace()
-        ours = str(self.config.workspace_dir)
-        same = os.path.normpath(theirs) == ours
-        if not same:
-            with contextlib.suppress(OSError):
-                same = os.path.samefile(theirs, ours)
-        if not same:
-            raise EditorError(
-                f"the editor's workspace {theirs!r} is not Flow's workspace {ours!r}; "
-                "start Rose and Flow on the same directory",
-                code="editor_workspace_mismatch",
-            )
-
-    def _toolbox(self, role: Role, cycle: int | None) -> ToolBox:
-        if self._editor is not None and self._editor_schemas is None:
-            self._check_editor_workspace(self._editor)
-            self._editor_schemas = self._editor.tool_schemas()
-        from flow_core.tools import ToolBox
-
-        return ToolBox(
-            role=role,
-            workspace=self._get_workspace(),
-            ledger=self._state.ledger,
-            trusted=self.trusted,
-            check_names=list(self.config.checks),
-            run_check=lambda name: self._run_one_check(name, cycle),
-            before_write=self._keep_pre_image,
-            after_write=self._after_write,
-            editor=self._editor,
-            editor_schemas=self._editor_schemas or (),
-            cycle=cycle,
-        )
