@@ -31,7 +31,7 @@ from flow_core._errors import EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
-from flow_core.run._loop import run_role
+from flow_core.run._loop import RoleSpec, run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
@@ -111,12 +111,9 @@ class RunDriver:
         system = load_prompt(role)
         toolbox = self.run.toolbox(role, cycle)
         try:
-            return run_role(
-                self.state,
-                self.backend,
-                self.config.agent,
-                self.config.model_for(role),
-                role,
+            spec = RoleSpec(
+                role=role,
+                model=self.config.model_for(role),
                 system=system,
                 user=user,
                 toolbox=toolbox,
@@ -124,6 +121,7 @@ class RunDriver:
                 response_format=response_format,
                 options=self.config.options_for(role),
             )
+            return run_role(self.state, self.backend, self.config.agent, spec)
         except RunEnded as ended:
             return RoleOutcome(False, failure=ended.code)
 
@@ -148,20 +146,7 @@ class RunDriver:
         changed = self.changes.changed_files()
         native = self._native_lint(changed, cycle)
 
-        review: Review | None = None
-        required_ok = all(r.status == "passed" for r in checks if r.required) and any(
-            r.required for r in checks
-        )
-        if not coder.completed:
-            review_reason = "review skipped: the coder did not complete"
-        elif not required_ok:
-            review_reason = "review skipped: required checks did not pass"
-        elif state.ledger.exhausted:
-            review_reason = "review skipped: tool-call budget spent"
-        elif state.out_of_time:
-            review_reason = "review skipped: the run's time (agent.max_seconds) ran out"
-        else:
-            review, review_reason = self._review(task, cycle, checks)
+        review, review_reason = self._review_if_due(task, cycle, coder, checks)
         if state.ledger.exhausted and not any("budget_tool_calls" in r for r in budget_reasons):
             budget_reasons.append("tool-call budget spent (budget_tool_calls)")
         if state.out_of_time and not any("budget_time" in r for r in budget_reasons):
@@ -208,6 +193,24 @@ class RunDriver:
             detail={"reasons": list(verification.reasons)},
         )
         return verification
+
+    def _review_if_due(
+        self, task: str, cycle: int, coder: RoleOutcome, checks: Sequence[CheckResult]
+    ) -> tuple[Review | None, str]:
+        """The reviewer's verdict, or why it did not run (step d of the module docstring)."""
+        state = self.state
+        required_ok = all(r.status == "passed" for r in checks if r.required) and any(
+            r.required for r in checks
+        )
+        if not coder.completed:
+            return None, "review skipped: the coder did not complete"
+        if not required_ok:
+            return None, "review skipped: required checks did not pass"
+        if state.ledger.exhausted:
+            return None, "review skipped: tool-call budget spent"
+        if state.out_of_time:
+            return None, "review skipped: the run's time (agent.max_seconds) ran out"
+        return self._review(task, cycle, checks)
 
     def _native_lint(self, changed: Sequence[str], cycle: int) -> list[EditorLintResult]:
         """Rose's native linter over the changed source files (not docs or tool config)."""

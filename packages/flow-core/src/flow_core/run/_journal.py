@@ -1,6 +1,6 @@
 """The runtime's side of the run store: what a run writes into its record as it goes.
 
-``Runtime.run`` holds one ``Journal`` per run (``NULL_JOURNAL`` when no store is attached) and
+Each ``Run`` holds one ``Journal`` (``NULL_JOURNAL`` when no store is attached) and
 calls it at six points: each model request and reply (through ``wrap``), each tool call with
 its arguments and the result the model saw, each check result, each pre-image before a first
 write, what each write left right after it, and the end of the run (report, plan, diff,

@@ -1,5 +1,11 @@
 """The role loop: one role invocation, turn by turn, under the host's budgets.
 
+``RoleLoop`` reads as a step function (the shape of mini-swe-agent's ``run → step → query →
+execute``): ``run`` starts the role and calls ``step`` once per turn; ``step`` fits the context
+to the budget, ``query`` asks the model (``shrink`` answers a prompt the server refused as too
+long), and ``execute`` classifies the reply, answers its tool calls and decides whether the role
+finished (``finish``), must be told what went wrong (``ask_again``) or goes on.
+
 A role *completes* only when the model replies with text, no tool call and no parse issue in
 that same reply. Every parse issue is recorded (code, role, cycle) and costs the turn.
 Budgets (``docs/architecture.md``, "Budgets"): ``max_iterations`` model turns per role
@@ -13,6 +19,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flow_core._errors import BackendError
@@ -34,7 +41,7 @@ if TYPE_CHECKING:
     from flow_core.models import ParsedReply
     from flow_core.tools import ToolBox
 
-__all__ = ["run_role"]
+__all__ = ["RoleLoop", "RoleSpec", "run_role"]
 
 T = TypeVar("T")
 
@@ -42,153 +49,280 @@ T = TypeVar("T")
 _OVERFLOW_SHRINK = 0.7
 
 
-def run_role(
-    state: RunState,
-    backend: ChatBackend,
-    agent: AgentConfig,
-    model: str,
-    role: Role,
-    *,
-    system: str,
-    user: str,
-    toolbox: ToolBox,
-    cycle: int | None,
-    response_format: Mapping[str, Any] | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> RoleOutcome:
-    """Run ``role`` on ``model`` from a fresh context until it completes or a budget ends it.
+@dataclass(frozen=True)
+class RoleSpec:
+    """One role invocation: who runs, on what, from which prompts.
 
-    ``options`` are the role's model options (``FlowConfig.options_for``), sent with each of
-    its requests. The character budget is ``agent.max_context_chars`` when the operator set
-    it, else the model's window (``context_window``) minus the reply's reserve
-    (``max_reply_tokens``) at ``CHARS_PER_TOKEN`` characters a token.
+    Attributes:
+        role: planner, coder or reviewer.
+        model: the model name (``FlowConfig.model_for``).
+        system / user: the fresh context's two messages.
+        toolbox: the role's tools (``Run.toolbox``).
+        cycle: the repair cycle, None for the planner.
+        response_format: a JSON Schema for the reply (the reviewer's), or None.
+        options: the role's model options (``FlowConfig.options_for``), sent with each request.
+    """
+
+    role: Role
+    model: str
+    system: str
+    user: str
+    toolbox: ToolBox
+    cycle: int | None = None
+    response_format: Mapping[str, Any] | None = None
+    options: Mapping[str, Any] | None = None
+
+
+def run_role(
+    state: RunState, backend: ChatBackend, agent: AgentConfig, spec: RoleSpec
+) -> RoleOutcome:
+    """Run one role from a fresh context until it completes or a budget ends it.
+
+    The character budget and reply cap are ``run/_budget.role_budget``'s.
 
     Returns:
         ``RoleOutcome(completed=True, text=...)``, or ``completed=False`` with the failure code
-        (``context_budget``, ``budget_iterations``).
+        (``context_budget``, ``budget_iterations``, ``prompt_too_long``, a stall code).
 
     Raises:
-        RunEnded: the run's tool-call budget was spent.
+        RunEnded: the run's tool-call budget or its time was spent.
         Interrupted: the run was asked to stop.
         BackendError: the model server failed.
     """
-    from flow_core.models import parse_reply
+    return RoleLoop(state, backend, agent, spec).run()
 
-    usage = state.roles.setdefault(role, RoleUsage(model=model))
-    usage.invocations += 1
-    budget = _guarded(
-        state,
-        functools.partial(role_budget, backend, agent, model, options),
-        name=f"flow-{role}-window",
-    )
-    usage.context_window = budget.window
-    usage.context_chars_limit = budget.context_chars
-    usage.reply_chars_limit = budget.reply_chars
-    limit, reply_cap = budget.context_chars, budget.reply_chars
-    state.note_context(0, limit)
-    ctx = Context(toolbox.schema_chars)
-    ctx.add(ChatMessage(role="system", content=system))
-    ctx.add(ChatMessage(role="user", content=user))
-    state.emit("role_started", role=role, cycle=cycle, detail={"model": model})
-    backend = state.journal.wrap(backend, role=role, cycle=cycle)
-    watch = StallWatch(toolbox.schemas, agent.max_repeated_calls, agent.max_idle_turns)
-    for turn in range(1, agent.max_iterations + 1):
-        state.check_time()
-        fits = ctx.fit(limit)
-        _record_changes(usage, ctx, turn=turn, cycle=cycle)
+
+class RoleLoop:
+    """The turns of one role invocation (see the module docstring and ``run_role``)."""
+
+    def __init__(
+        self, state: RunState, backend: ChatBackend, agent: AgentConfig, spec: RoleSpec
+    ) -> None:
+        self.state = state
+        self.agent = agent
+        self.spec = spec
+        self.role, self.cycle, self.toolbox = spec.role, spec.cycle, spec.toolbox
+        self.usage = state.roles.setdefault(spec.role, RoleUsage(model=spec.model))
+        self.budget = _guarded(
+            state,
+            functools.partial(role_budget, backend, agent, spec.model, spec.options),
+            name=f"flow-{spec.role}-window",
+        )
+        self.limit = self.budget.context_chars
+        self.backend = state.journal.wrap(backend, role=spec.role, cycle=spec.cycle)
+        self.ctx = Context(spec.toolbox.schema_chars)
+        self.watch = StallWatch(
+            spec.toolbox.schemas, agent.max_repeated_calls, agent.max_idle_turns
+        )
+
+    # -- run → step → query → execute ---------------------------------------------------------
+
+    def run(self) -> RoleOutcome:
+        """Start the role, then one ``step`` per turn up to ``agent.max_iterations``."""
+        self._start()
+        for turn in range(1, self.agent.max_iterations + 1):
+            outcome = self.step(turn)
+            if outcome is not None:
+                return outcome
+        message = f"the {self.role} used all {self.agent.max_iterations} turns without finishing"
+        return self._fail("budget_iterations", message)
+
+    def step(self, turn: int) -> RoleOutcome | None:
+        """One turn: fit the context, ask the model, act on its reply; an outcome ends the
+        role, None goes on to the next turn."""
+        self.state.check_time()
+        fits = self.ctx.fit(self.limit)
+        self._record_changes(turn)
         if not fits:
             message = (
-                f"the {role}'s context needs {ctx.total} characters even with old tool "
-                f"output removed; the budget is {limit} ({budget.source()})"
+                f"the {self.role}'s context needs {self.ctx.total} characters even with old "
+                f"tool output removed; the budget is {self.limit} ({self.budget.source()})"
             )
-            state.error("context_budget", message, role=role, cycle=cycle)
-            return RoleOutcome(False, failure="context_budget")
-        state.note_context(ctx.total, limit)
-        _count_turn(state, usage, role=role, cycle=cycle, turn=turn)
+            return self._fail("context_budget", message)
+        self.state.note_context(self.ctx.total, self.limit)
+        self._count_turn(turn)
         try:
-            response = _ask(
-                state,
-                backend,
-                ctx,
-                model=model,
-                toolbox=toolbox,
-                role=role,
-                format=response_format,
-                options=options,
-                cycle=cycle,
-                turn=turn,
-            )
+            response = self.query(turn)
         except BackendError as err:
             if err.code != "prompt_too_long":
                 raise
-            # Never resend the same or a larger prompt: trim to well below what was refused.
-            before = ctx.total
-            limit = min(limit, int(before * _OVERFLOW_SHRINK))
-            fits = ctx.fit(limit)
-            _record_changes(usage, ctx, turn=turn, cycle=cycle)
-            if fits and ctx.total < before:
-                state.error("prompt_too_long", err.message + "; trimmed", role=role, cycle=cycle)
-                continue
-            state.error(
-                "prompt_too_long",
-                f"{err.message}; the {role}'s context ({before} characters) cannot be trimmed "
-                "further, so the role ends",
-                role=role,
-                cycle=cycle,
-            )
-            return RoleOutcome(False, failure="prompt_too_long")
-        _count_tokens(usage, response, backend, model)
-        parsed = parse_reply(response, toolbox.names, max_chars=reply_cap)
-        window = usage.context_window
-        for code, message in operator_issues(
-            parsed, response, role=role, options=options, window=window
-        ):
-            state.error(code, message, role=role, cycle=cycle)
-        calls = parsed.tool_calls
-        stall = watch.screen(calls, last_turn=turn == agent.max_iterations)
-        if stall is not None:
-            refuse_calls(state, toolbox, calls, stall, role=role, cycle=cycle, turn=turn)
-            state.error(stall.code, stall.message, role=role, cycle=cycle)
-            return RoleOutcome(False, failure=stall.code)
-        ctx.add(
-            ChatMessage(
-                role="assistant",
-                content=parsed.text,
-                # Every call under its unique id, safe to encode; each id is answered once.
-                tool_calls=parsed.echo_calls,
-            )
+            return self.shrink(err, turn)
+        return self.execute(response, turn)
+
+    def query(self, turn: int) -> ChatResponse:
+        """One model request (``_ask``) and the tokens the server counted for it."""
+        spec = self.spec
+        response = _ask(self.state, self.backend, self.ctx, spec, turn)
+        usage = self.usage
+        usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
+        usage.prompt_tokens += response.prompt_tokens or 0
+        usage.completion_tokens += response.completion_tokens or 0
+        delivery = self.backend.tool_results_in_use(spec.model)
+        if delivery is not None:
+            usage.tool_results = delivery
+        return response
+
+    def shrink(self, err: BackendError, turn: int) -> RoleOutcome | None:
+        """After ``prompt_too_long``: never resend the same or a larger prompt. Trim to well
+        below what was refused and go on, or end the role when nothing is left to trim."""
+        before = self.ctx.total
+        self.limit = min(self.limit, int(before * _OVERFLOW_SHRINK))
+        fits = self.ctx.fit(self.limit)
+        self._record_changes(turn)
+        if fits and self.ctx.total < before:
+            self._error("prompt_too_long", err.message + "; trimmed")
+            return None
+        message = (
+            f"{err.message}; the {self.role}'s context ({before} characters) cannot be trimmed "
+            "further, so the role ends"
         )
-        ran = _answer_calls(
-            state,
-            agent,
-            ctx,
-            toolbox,
-            calls=calls,
-            parsed=parsed,
+        return self._fail("prompt_too_long", message)
+
+    def execute(self, response: ChatResponse, turn: int) -> RoleOutcome | None:
+        """Classify the reply, run and answer its tool calls, and decide: the role finished
+        (plain text, no call, no issue), ended (a stall), or goes on."""
+        from flow_core.models import parse_reply
+
+        spec = self.spec
+        parsed = parse_reply(response, self.toolbox.names, max_chars=self.budget.reply_chars)
+        for code, message in operator_issues(
+            parsed, response, role=self.role, options=spec.options, window=self.budget.window
+        ):
+            self._error(code, message)
+        calls = parsed.tool_calls
+        stall = self.watch.screen(calls, last_turn=turn == self.agent.max_iterations)
+        if stall is not None:
+            refuse_calls(
+                self.state, self.toolbox, calls, stall, role=self.role, cycle=self.cycle, turn=turn
+            )
+            return self._fail(stall.code, stall.message)
+        # Every call under its unique id, safe to encode; each id is answered once.
+        self.ctx.add(
+            ChatMessage(role="assistant", content=parsed.text, tool_calls=parsed.echo_calls)
+        )
+        ran = [self._answer(call, turn) for call in calls]
+        self._answer_issues(parsed, {call.id for call in calls})
+        if not calls and not parsed.issues and parsed.text.strip():
+            return RoleOutcome(True, text=parsed.text)
+        if not calls:
+            self.ask_again(parsed)
+        stall = self.watch.after_turn(ran)
+        return None if stall is None else self._fail(stall.code, stall.message)
+
+    def ask_again(self, parsed: ParsedReply) -> None:
+        """After a reply with parse issues or no text: record it and tell the model what to do."""
+        if not parsed.issues:
+            self._error("empty_reply", "the reply had no usable text")
+        problems = "; ".join(i.message for i in parsed.issues) or "empty reply"
+        self.ctx.add(ChatMessage(role="user", content=retry_text(problems)))
+
+    # -- parts ---------------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        """Account the invocation and its limits; the fresh context; ``role_started``."""
+        usage, budget, spec = self.usage, self.budget, self.spec
+        usage.invocations += 1
+        usage.context_window = budget.window
+        usage.context_chars_limit = budget.context_chars
+        usage.reply_chars_limit = budget.reply_chars
+        self.state.note_context(0, self.limit)
+        self.ctx.add(ChatMessage(role="system", content=spec.system))
+        self.ctx.add(ChatMessage(role="user", content=spec.user))
+        self.state.emit(
+            "role_started", role=self.role, cycle=self.cycle, detail={"model": spec.model}
+        )
+
+    def _answer(self, call: ToolCall, turn: int) -> tuple[ToolCall, bool]:
+        """Run one tool call and answer it in the context (refused beyond the run's budget).
+
+        Raises:
+            RunEnded: the run's tool-call budget was spent (the call is refused first).
+        """
+        state, role, cycle = self.state, self.role, self.cycle
+        state.check_stop()
+        if state.ledger.used >= self.agent.max_tool_calls:
+            self._refuse_over_budget(call, turn)
+        args = call.arguments if isinstance(call.arguments, dict) else {}
+        outcome = self.toolbox.call(call.name, args)
+        state.journal.tool_call(
+            call_id=outcome.id,
+            name=call.name,
+            arguments=call.arguments,
+            ok=outcome.ok,
+            error=outcome.error,
+            content=outcome.content,
             role=role,
             cycle=cycle,
             turn=turn,
         )
-        if not calls and not parsed.issues and parsed.text.strip():
-            return RoleOutcome(True, text=parsed.text)
-        if not calls:
-            _ask_again(state, ctx, parsed, role=role, cycle=cycle)
-        stall = watch.after_turn(ran)
-        if stall is not None:
-            state.error(stall.code, stall.message, role=role, cycle=cycle)
-            return RoleOutcome(False, failure=stall.code)
-    message = f"the {role} used all {agent.max_iterations} turns without finishing"
-    state.error("budget_iterations", message, role=role, cycle=cycle)
-    return RoleOutcome(False, failure="budget_iterations")
+        detail = tool_event_detail(outcome.id, state.ledger.records[-1])
+        state.emit(
+            "tool_call",
+            role=role,
+            cycle=cycle,
+            turn=turn,
+            name=call.name,
+            ok=outcome.ok,
+            detail=detail,
+        )
+        content = outcome.content
+        if role != "coder":
+            # Planner and reviewer judge workspace text: it reaches them marked as data.
+            content = fence(f"{call.name} output", content)
+        self.ctx.add(
+            ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name)
+        )
+        return call, outcome.ok
 
+    def _refuse_over_budget(self, call: ToolCall, turn: int) -> None:
+        """Refuse ``call``: the run's tool-call budget is spent, so the run ends.
 
-def _count_turn(
-    state: RunState, usage: RoleUsage, *, role: Role, cycle: int | None, turn: int
-) -> None:
-    """Account one model turn: the role's turns and the run's largest turn number."""
-    usage.turns += 1
-    state.max_turns = max(state.max_turns, turn)
-    state.emit("turn", role=role, cycle=cycle, turn=turn)
+        Raises:
+            RunEnded: always.
+        """
+        limit = self.agent.max_tool_calls
+        self.toolbox.refuse(
+            call.name,
+            "budget_tool_calls",
+            f"the run's tool-call budget ({limit}) is spent",
+            call.arguments if isinstance(call.arguments, dict) else None,
+        )
+        self._error(
+            "budget_tool_calls",
+            f"tool call {call.name!r} refused: max_tool_calls ({limit}) reached",
+        )
+        self.state.emit(
+            "tool_call", role=self.role, cycle=self.cycle, turn=turn, name=call.name, ok=False
+        )
+        raise RunEnded
+
+    def _answer_issues(self, parsed: ParsedReply, answered: set[str]) -> None:
+        """Answer every call id a parse issue names that no run call answered."""
+        for issue in parsed.issues:
+            if issue.tool_call_id and issue.tool_call_id not in answered:
+                answered.add(issue.tool_call_id)
+                content = f"error ({issue.code}): {issue.message}"
+                self.ctx.add(
+                    ChatMessage(role="tool", content=content, tool_call_id=issue.tool_call_id)
+                )
+
+    def _count_turn(self, turn: int) -> None:
+        """Account one model turn: the role's turns and the run's largest turn number."""
+        self.usage.turns += 1
+        self.state.max_turns = max(self.state.max_turns, turn)
+        self.state.emit("turn", role=self.role, cycle=self.cycle, turn=turn)
+
+    def _record_changes(self, turn: int) -> None:
+        """Move the context's trims and cuts into the role's usage (the report)."""
+        _record_changes(self.usage, self.ctx, turn=turn, cycle=self.cycle)
+
+    def _error(self, code: str, message: str) -> None:
+        self.state.error(code, message, role=self.role, cycle=self.cycle)
+
+    def _fail(self, code: str, message: str) -> RoleOutcome:
+        """Record ``code`` and end the role without completing it."""
+        self._error(code, message)
+        return RoleOutcome(False, failure=code)
 
 
 def _record_changes(usage: RoleUsage, ctx: Context, *, turn: int, cycle: int | None) -> None:
@@ -210,40 +344,8 @@ def _record_changes(usage: RoleUsage, ctx: Context, *, turn: int, cycle: int | N
     ctx.changes.clear()
 
 
-def _count_tokens(
-    usage: RoleUsage, response: ChatResponse, backend: ChatBackend, model: str
-) -> None:
-    """Add one turn's server-reported tokens to the role's usage; note the delivery mode."""
-    usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
-    usage.prompt_tokens += response.prompt_tokens or 0
-    usage.completion_tokens += response.completion_tokens or 0
-    delivery = backend.tool_results_in_use(model)
-    if delivery is not None:
-        usage.tool_results = delivery
-
-
-def _ask_again(
-    state: RunState, ctx: Context, parsed: ParsedReply, *, role: Role, cycle: int | None
-) -> None:
-    """After a reply with parse issues or no text: record it and tell the model what to do."""
-    if not parsed.issues:
-        state.error("empty_reply", "the reply had no usable text", role=role, cycle=cycle)
-    problems = "; ".join(i.message for i in parsed.issues) or "empty reply"
-    ctx.add(ChatMessage(role="user", content=retry_text(problems)))
-
-
 def _ask(
-    state: RunState,
-    backend: ChatBackend,
-    ctx: Context,
-    *,
-    model: str,
-    toolbox: ToolBox,
-    role: Role,
-    format: Mapping[str, Any] | None,
-    options: Mapping[str, Any] | None,
-    cycle: int | None,
-    turn: int,
+    state: RunState, backend: ChatBackend, ctx: Context, spec: RoleSpec, turn: int
 ) -> ChatResponse:
     """One model request, abandoned as soon as the run is asked to stop (time in ``model_ms``),
     with progress events around it.
@@ -263,6 +365,7 @@ def _ask(
         RunEnded: the run's ``max_seconds`` ran out while it was in flight (``budget_time``).
         BackendError: the model server failed.
     """
+    role, cycle = spec.role, spec.cycle
     received = {"tokens": 0, "chars": 0}
 
     def meter(chars: int) -> None:
@@ -273,11 +376,11 @@ def _ask(
 
     chat = functools.partial(
         backend.chat,
-        model,
+        spec.model,
         list(ctx.messages),
-        tools=toolbox.schemas,
-        format=format,
-        options=options,
+        tools=spec.toolbox.schemas,
+        format=spec.response_format,
+        options=spec.options,
     )
     started = time.perf_counter()
     token = STREAM_METER.set(meter)
@@ -322,84 +425,3 @@ def _guarded(state: RunState, fn: Callable[[], T], *, name: str) -> T:
         raise state.end_for_time() from None
     finally:
         REQUEST_SCOPE.reset(scoped)
-
-
-def _answer_calls(
-    state: RunState,
-    agent: AgentConfig,
-    ctx: Context,
-    toolbox: ToolBox,
-    *,
-    calls: tuple[ToolCall, ...],
-    parsed: ParsedReply,
-    role: Role,
-    cycle: int | None,
-    turn: int,
-) -> list[tuple[ToolCall, bool]]:
-    """Run the reply's tool calls and answer every call id, failed ones included.
-
-    Returns:
-        Each call that ran, with whether it succeeded.
-
-    Raises:
-        RunEnded: a call came after the run's tool-call budget was spent (it is refused).
-    """
-    answered: set[str] = set()
-    ran: list[tuple[ToolCall, bool]] = []
-    for call in calls:
-        state.check_stop()
-        answered.add(call.id)
-        if state.ledger.used >= agent.max_tool_calls:
-            toolbox.refuse(
-                call.name,
-                "budget_tool_calls",
-                f"the run's tool-call budget ({agent.max_tool_calls}) is spent",
-                call.arguments if isinstance(call.arguments, dict) else None,
-            )
-            state.error(
-                "budget_tool_calls",
-                f"tool call {call.name!r} refused: max_tool_calls ({agent.max_tool_calls}) reached",
-                role=role,
-                cycle=cycle,
-            )
-            state.emit("tool_call", role=role, cycle=cycle, turn=turn, name=call.name, ok=False)
-            raise RunEnded
-        args = call.arguments if isinstance(call.arguments, dict) else {}
-        outcome = toolbox.call(call.name, args)
-        ran.append((call, outcome.ok))
-        state.journal.tool_call(
-            call_id=outcome.id,
-            name=call.name,
-            arguments=call.arguments,
-            ok=outcome.ok,
-            error=outcome.error,
-            content=outcome.content,
-            role=role,
-            cycle=cycle,
-            turn=turn,
-        )
-        state.emit(
-            "tool_call",
-            role=role,
-            cycle=cycle,
-            turn=turn,
-            name=call.name,
-            ok=outcome.ok,
-            detail=tool_event_detail(outcome.id, state.ledger.records[-1]),
-        )
-        content = outcome.content
-        if role != "coder":
-            # Planner and reviewer judge workspace text: it reaches them marked as data.
-            content = fence(f"{call.name} output", content)
-        ctx.add(ChatMessage(role="tool", content=content, tool_call_id=call.id, name=call.name))
-    for issue in parsed.issues:
-        if issue.tool_call_id and issue.tool_call_id not in answered:
-            answered.add(issue.tool_call_id)
-            ctx.add(
-                ChatMessage(
-                    role="tool",
-                    content=f"error ({issue.code}): {issue.message}",
-                    tool_call_id=issue.tool_call_id,
-                )
-            )
-    return ran
