@@ -8,10 +8,14 @@ root may read) skip their control when Flow is not root.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import shutil
+import socket
 import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +321,86 @@ def test_tmp_is_bounded(jail_ok: None, ws: Path) -> None:
     jailed = _attack(ws, _FILL, disk_mib=16)
     assert "stopped 28" in jailed  # ENOSPC
     assert "wrote MiB 64" not in jailed
+
+
+# -- what of the host the check sees ------------------------------------------------------------
+
+_REACH = """
+import json, os, socket, sys
+for kind, path in json.loads(TARGETS):
+    try:
+        if kind == 'socket':
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(5)
+                s.connect(path)
+        elif kind == 'fifo':
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        else:
+            with open(path) as fh:
+                fh.read(16)
+        print('reached', kind, repr(path))
+    except OSError as err:
+        print('refused', kind, repr(path), err.strerror)
+"""
+
+#: Host folders outside /tmp, /run and the homes where a daemon may keep a socket or a file.
+_PLACES = ("/var/tmp", "/srv", "/opt", "/dev/shm")
+
+
+@pytest.fixture
+def host_things(ws: Path) -> Any:
+    """A listening unix socket (0666), a FIFO with a reader (0666) and a file (0644) in a fresh
+    0755 folder under each writable place of ``_PLACES``, an abstract socket, and a symlink in
+    the workspace to one of the files. Yields ``(kind, path)`` pairs; removes it all after."""
+    made: list[str] = []
+    closing: list[Any] = []
+    targets: list[tuple[str, str]] = []
+    try:
+        for place in _PLACES:
+            if not (os.path.isdir(place) and os.access(place, os.W_OK | os.X_OK)):
+                continue
+            folder = tempfile.mkdtemp(prefix="flow-attack-", dir=place)
+            made.append(folder)
+            os.chmod(folder, 0o755)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            closing.append(sock)
+            sock.bind(os.path.join(folder, "daemon.sock"))
+            sock.listen(16)
+            os.chmod(os.path.join(folder, "daemon.sock"), 0o666)
+            fifo = os.path.join(folder, "pipe")
+            os.mkfifo(fifo, 0o666)
+            os.chmod(fifo, 0o666)
+            closing.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            secret = os.path.join(folder, "secret.txt")
+            Path(secret).write_text("host-only " + secrets.token_hex(4))
+            os.chmod(secret, 0o644)
+            targets += [("socket", sock.getsockname()), ("fifo", fifo), ("file", secret)]
+            targets.append(("file", "/proc/1/root" + secret))
+        if not targets:
+            pytest.skip(f"none of {_PLACES} is writable here")
+        abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        closing.append(abstract)
+        abstract.bind("\0flow-attack-" + secrets.token_hex(6))
+        abstract.listen(16)
+        targets.append(("socket", abstract.getsockname().decode()))
+        (ws / "notes.txt").symlink_to(targets[2][1])
+        targets.append(("file", "notes.txt"))
+        yield targets
+    finally:
+        for thing in closing:
+            thing.close() if isinstance(thing, socket.socket) else os.close(thing)
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_host_sockets_fifos_and_files_are_out_of_sight(
+    jail_ok: None, ws: Path, host_things: list[tuple[str, str]]
+) -> None:
+    code = f"TARGETS = {json.dumps(json.dumps(host_things))}\n{_REACH}"
+    off = _attack(ws, code, mode="off")
+    for kind, path in host_things:
+        if not path.startswith("/proc/1/root"):  # pid 1 of the host: not Flow's to read
+            assert f"reached {kind} {path!r}" in off, off
+    jailed = _attack(ws, code)
+    for kind, path in host_things:
+        assert f"refused {kind} {path!r}" in jailed, jailed

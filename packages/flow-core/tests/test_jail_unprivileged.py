@@ -14,6 +14,7 @@ import os
 import pwd
 import shutil
 import site
+import socket
 import subprocess
 import sys
 import tempfile
@@ -118,3 +119,38 @@ def test_an_unprivileged_flow_jails_without_capabilities_or_namespaces() -> None
     if "unshare 0" in str(off["tail"]):  # the control: nobody may make user namespaces here
         assert "unshare 0" not in tail
         assert "unshare " in tail
+
+
+_REACH = """
+import socket
+for path in PATHS:
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5)
+            s.connect(path)
+        print('reached', path)
+    except OSError as err:
+        print('refused', path, err.strerror)
+"""
+
+
+def test_an_unprivileged_flow_hides_host_sockets_outside_the_homes() -> None:
+    if not os.access("/var/tmp", os.W_OK):
+        pytest.skip("/var/tmp is not writable here")
+    folder = tempfile.mkdtemp(prefix="flow-attack-", dir="/var/tmp")
+    try:
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "daemon.sock")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen(4)
+            os.chmod(path, 0o666)
+            result = _as_nobody(f"PATHS = [{path!r}]\n{_REACH}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    off, jailed = result["off"], result["auto"]
+    assert isinstance(off, dict)
+    assert isinstance(jailed, dict)
+    assert f"reached {path}" in str(off["tail"])
+    assert jailed["sandbox"] == "bwrap"
+    assert f"refused {path}" in str(jailed["tail"])

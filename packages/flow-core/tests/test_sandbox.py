@@ -370,3 +370,27 @@ def test_a_jail_that_cannot_be_limited_never_runs_the_check(
     assert result.status != "passed"
     assert result.sandbox_reason is not None
     assert "limits not applied" in result.sandbox_reason
+
+
+def test_the_jail_root_is_minimal_and_names_only_its_users(jail_ok: None, ws: Path) -> None:
+    jail = prepare_jail(PY, [PY, "-V"], SandboxConfig(), workspace=ws, environ={})
+    try:
+        pairs = list(zip(jail.argv, jail.argv[1:], jail.argv[2:], strict=False))
+        assert ("--ro-bind", "/", "/") not in pairs  # no host root under the jail
+        assert ("--ro-bind", "/etc", "/etc") not in pairs
+        bound = {b for a, _, b in pairs if a in ("--ro-bind", "--ro-bind-try", "--bind")}
+        assert "/etc/shadow" not in bound
+        assert not any(b.startswith(("/home", "/srv", "/var", "/run")) for b in bound)
+    finally:
+        jail.close()
+    code = (
+        "import pwd, grp, os\nprint('me', pwd.getpwuid(os.getuid()).pw_name, "
+        "pwd.getpwuid(os.getuid()).pw_dir)\nprint('users', len(pwd.getpwall()))\n"
+        "print('resolv', os.path.exists('/etc/resolv.conf'))"
+    )
+    result = _run(_config(ws, code))
+    assert result.status == "passed", result.output_tail
+    assert "me " in result.output_tail
+    assert "/tmp/.flow-home" in result.output_tail
+    assert "users 3" in result.output_tail or "users 2" in result.output_tail
+    assert "resolv False" in result.output_tail

@@ -57,9 +57,9 @@ class SandboxConfig(BaseModel):
             trailing ``*`` matches any suffix (``LC_*``). ``HOME`` is always an empty private
             directory and ``TMPDIR`` is unset or ``/tmp``; every other variable is dropped.
         readable: absolute host paths made visible read-only inside the jail in addition to
-            what Flow exposes itself (needed only for files under a home directory or
-            ``/tmp``, which the jail hides, that a check reads: a tool's own config, a source
-            tree an editable install points at).
+            what Flow exposes itself (the system folders, a small ``/etc`` and the check's
+            toolchain: ``verify/_jail_root.py``): anything else on the host a check reads,
+            such as a data folder, a tool's own config, or ``/etc/gitconfig``.
         file_size_mib: largest file a check may write, in MiB (``RLIMIT_FSIZE``).
         address_space_mib: virtual memory per process, in MiB (``RLIMIT_AS``).
         open_files: open file descriptors per process (``RLIMIT_NOFILE``).

@@ -1,17 +1,17 @@
 """The bubblewrap command line of the check jail (mount order and what is exposed).
 
-See ``flow_core.verify._sandbox`` for the jail as a whole. bubblewrap applies its mount
-options in order, so the order here is the rule: the read-only root, the private ``/tmp``,
-``/run`` and homes (and folders the check's user could not pass through), the paths shown
-again from those, the private ``HOME``, the private copy of the workspace at the workspace's
-path, then the read-only binds over it; the check's argv runs behind ``setpriv`` when Flow is
-root.
+See ``flow_core.verify._sandbox`` for the jail as a whole. bubblewrap starts from an empty
+root and applies its mount options in order, so the order here is the rule: the system
+folders and the small ``/etc`` (``verify/_jail_root.py``), ``/dev`` and ``/proc``, the
+private ``/tmp`` and ``/dev/shm``, the host paths the check's toolchain needs (read-only,
+with ``0755`` folders above them), the private ``HOME``, the private copy of the workspace
+at the workspace's path, then the read-only binds over it; the check's argv runs behind
+``setpriv`` when Flow is root.
 """
 
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify._jail_root import SYSTEM, etc_binds, system_binds
 
 __all__ = ["JAIL_HOME", "TMP", "CheckUser", "bwrap_argv", "check_user", "jail_flags"]
 
@@ -26,6 +27,10 @@ __all__ = ["JAIL_HOME", "TMP", "CheckUser", "bwrap_argv", "check_user", "jail_fl
 JAIL_HOME = "/tmp/.flow-home"  # noqa: S108 - inside the jail, on its private tmpfs
 #: The jail's private, empty ``/tmp`` (a tmpfs; the host's ``/tmp`` is hidden).
 TMP = "/tmp"  # noqa: S108 - a mount point inside the jail, not a file Flow writes
+#: The jail's private shared-memory folder (a tmpfs of ``disk_mib`` like ``TMP``).
+SHM = "/dev/shm"  # noqa: S108 - a mount point inside the jail
+#: A link to ``TMP`` in the jail, for programs that keep larger files there.
+VAR_TMP = "/var/tmp"  # noqa: S108 - a symlink inside the jail
 
 
 #: Where ``setpriv`` (util-linux) is looked for when it is not on ``PATH``.
@@ -120,23 +125,6 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _homes(environ: Mapping[str, str]) -> list[str]:
-    out = []
-    for home in (environ.get("HOME"), _passwd_home()):
-        if home and os.path.isabs(home):
-            real = os.path.realpath(home)
-            if real != "/" and real not in out and os.path.isdir(real):
-                out.append(real)
-    return out
-
-
-def _passwd_home() -> str | None:
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return None
-
-
 def _prefix_parts(prefix: str) -> list[str]:
     """``bin/`` and ``lib*/`` of an installation prefix (not ``share/`` or dotfiles)."""
     try:
@@ -184,8 +172,26 @@ def _shebang(path: str) -> str | None:
     return os.fsdecode(words[0])
 
 
+def _pth_dirs(venv: str) -> list[str]:
+    """Absolute folders a virtualenv's ``.pth`` files add to ``sys.path`` (editable installs)."""
+    out: list[str] = []
+    for pth in sorted(Path(venv).glob("lib*/python*/site-packages/*.pth"))[:200]:
+        try:
+            lines = pth.read_text("utf-8", "replace").splitlines()[:50]
+        except OSError:
+            continue
+        out += [x.strip() for x in lines if x.startswith("/") and os.path.isdir(x.strip())]
+    return out
+
+
 def _needed(executable: str, cfg: SandboxConfig, env_path: str) -> list[str]:
-    """Host paths the check needs that a hidden place (``/tmp``, a home) may cover."""
+    """Host paths the check needs: its program and the toolchain that program belongs to.
+
+    The program, a script's ``#!`` interpreter, the virtualenv of either with the folders its
+    ``.pth`` files add and the ``bin/``/``lib*/`` of the Python it was made from, the
+    ``bin/``/``lib*/`` of the prefix each program lies in, the ``PATH`` entries, and
+    ``sandbox.readable``. Paths inside the system folders are shown already.
+    """
     out: list[str] = list(cfg.readable)
     programs = [executable]
     interpreter = _shebang(executable)
@@ -193,9 +199,10 @@ def _needed(executable: str, cfg: SandboxConfig, env_path: str) -> list[str]:
         programs.append(interpreter)
     for program in programs:
         for candidate in dict.fromkeys((os.path.normpath(program), os.path.realpath(program))):
+            out.append(candidate)
             venv = _venv_of(candidate)
             if venv is not None:
-                out.append(venv)
+                out += [venv, *_pth_dirs(venv)]
                 base = _venv_base(venv)
                 if base:
                     out += _prefix_parts(base)
@@ -219,39 +226,42 @@ def bwrap_argv(
     user: CheckUser | None = None,
     tree: str | None = None,
     seccomp_fd: int = -1,
+    identity_fds: Sequence[int] = (),
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring).
 
     ``tree`` (a private copy of the workspace, ``verify/_tree.py``) is bound at the
     workspace's path in its place; ``protected`` paths are then bound read-only from the
     workspace itself. ``user`` decides the privilege flags and the ``setpriv`` prefix;
-    ``seccomp_fd`` (``verify/_seccomp.py``), when not -1, is passed as ``--seccomp``.
+    ``seccomp_fd`` (``verify/_seccomp.py``), when not -1, is passed as ``--seccomp``;
+    ``identity_fds`` (``_jail_root.data_fds`` of ``identity_files``) become ``/etc/passwd``
+    and ``/etc/group``.
     """
     who = user or CheckUser(None, None, None)
     needed = _needed(argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
     needed += [who.setpriv] if who.setpriv else []
-    if cfg.network:
-        needed.append("/run/systemd/resolve")  # where /etc/resolv.conf often points
-    hidden = [TMP, "/run", *(h for h in _homes(environ) if not _under(h, TMP))]
-    if who.owner is not None:
-        hidden += _closed_folders([workspace, *needed, *writable], hidden)
     out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(info_fd)]
     out += ["--seccomp", str(seccomp_fd)] if seccomp_fd >= 0 else []
-    out += ["--block-fd", str(block_fd), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
-    for place in hidden:
-        out += ["--perms", "1777", *size, "--tmpfs", place] if place == TMP else ["--tmpfs", place]
-    shown: list[str] = []
+    out += ["--block-fd", str(block_fd), *system_binds(), "--dev", "/dev", "--proc", "/proc"]
     made: set[str] = set()
+    out += etc_binds(cfg.network, made)
+    for fd, name in zip(identity_fds, ("/etc/passwd", "/etc/group"), strict=False):
+        out += ["--perms", "0644", "--ro-bind-data", str(fd), name]
+    size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
+    for place in (TMP, SHM):
+        out += ["--perms", "1777", *size, "--tmpfs", place]
+    out += ["--perms", "0755", "--dir", "/var", "--symlink", "../tmp", VAR_TMP]
+    made.add("/var")
+    shown = [s for s in SYSTEM if os.path.exists(s)] + ["/dev", "/proc"]
+    made.add(TMP)
     for path in sorted(dict.fromkeys(os.path.normpath(p) for p in needed), key=len):
-        inside_hidden = any(_under(path, h) for h in hidden)
-        if inside_hidden and not any(_under(path, s) for s in shown) and os.path.exists(path):
+        if path != "/" and not any(_under(path, s) for s in shown) and os.path.exists(path):
             shown.append(path)
-            out += [*_open_parents(path, hidden, made), "--ro-bind-try", path, path]
-    out += ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, hidden, made)]
+            out += [*_open_parents(path, shown, made), "--ro-bind-try", path, path]
+    out += ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, shown, made)]
     out += ["--bind", tree or workspace, workspace]
     for folder in writable:  # the check's private results folder (run/_evidence.py)
-        out += [*_open_parents(folder, hidden, made), "--bind", folder, folder]
+        out += [*_open_parents(folder, shown, made), "--bind", folder, folder]
     out += _read_only_binds(workspace, protected)
     return [*out, "--chdir", workspace, "--", *who.prefix(), *argv]
 
@@ -272,42 +282,17 @@ def _has_size(bwrap: str) -> bool:
     return _SIZE_SUPPORT[bwrap]
 
 
-def _closed_folders(paths: Sequence[str], hidden: Sequence[str]) -> list[str]:
-    """The topmost folders above ``paths`` that only their owner (root) may pass through.
+def _open_parents(path: str, shown: Sequence[str], made: set[str]) -> list[str]:
+    """``--perms 0755 --dir`` for each folder above ``path`` the jail does not show yet.
 
-    The check's user could not reach what lies below them, so the jail hides them behind a
-    tmpfs like a home directory and binds the needed paths back.
+    bubblewrap would make them itself, but mode 0700: only its owner could pass through
+    them. Folders inside a shown (bound) path exist already and are left alone.
     """
     out: list[str] = []
-    for path in paths:
-        here = "/"
-        for part in os.path.normpath(path).split("/")[1:-1]:
-            here = os.path.join(here, part)
-            if any(_under(here, h) for h in (*hidden, *out)):
-                break
-            try:
-                closed = not os.stat(here).st_mode & 0o001
-            except OSError:
-                break
-            if closed:
-                out.append(here)
-                break
-    return out
-
-
-def _open_parents(path: str, hidden: Sequence[str], made: set[str]) -> list[str]:
-    """``--perms 0755 --dir`` for each folder between a hidden place and ``path``.
-
-    bubblewrap would make them itself, but only its owner could pass through them.
-    """
-    top = next((h for h in hidden if _under(path, h)), None)
-    if top is None or path == top:
-        return []
-    out: list[str] = []
-    here = top
-    for part in os.path.relpath(path, top).split("/")[:-1]:
+    here = "/"
+    for part in os.path.normpath(path).split("/")[1:-1]:
         here = os.path.join(here, part)
-        if here not in made:
+        if here not in made and not any(_under(here, s) for s in shown):
             made.add(here)
             out += ["--perms", "0755", "--dir", here]
     return out

@@ -6,15 +6,18 @@ what ``run_check`` starts, according to ``[sandbox]`` (``flow_core.config._sandb
 
 ``bwrap`` (bubblewrap, https://github.com/containers/bubblewrap), mounts applied in order:
 
-1. ``--ro-bind / /``: the whole host filesystem, read-only;
+1. an empty root with only the system folders (``/usr``, ``/bin``, ``/sbin``, ``/lib*``)
+   read-only and a small ``/etc`` (``verify/_jail_root.py``: the linker cache, name-service,
+   time-zone and certificate files, toolchain configuration, ``resolv.conf`` only with the
+   network, generated ``passwd``/``group``); nothing else of the host (``/opt``, ``/srv``,
+   ``/var``, ``/run``, homes, ``/sys``, and every socket or FIFO in them) exists there;
 2. ``--dev /dev``, ``--proc /proc`` (the jail's own pid namespace), ``--tmpfs /tmp`` and
-   ``--tmpfs /run`` (private, empty), then a ``--tmpfs`` over every home directory (``$HOME``
-   and the user's home from the password database): nothing of ``~/.ssh``, ``~/.aws`` or
-   ``~/.config`` is readable;
-3. ``--ro-bind`` back the paths the check needs from those hidden places: the executable's
-   virtualenv and the Python it was made from, ``bin/`` and ``lib*/`` of the prefix an
-   executable lives in, a script's ``#!`` interpreter, ``PATH`` entries, and
-   ``sandbox.readable``;
+   ``--tmpfs /dev/shm`` (private, empty, each of ``disk_mib``; ``/var/tmp`` links to
+   ``/tmp``);
+3. ``--ro-bind`` the paths the check needs: the executable, its virtualenv (with the
+   folders its ``.pth`` files add) and the Python it was made from, ``bin/`` and ``lib*/``
+   of the prefix an executable lives in, a script's ``#!`` interpreter, ``PATH`` entries,
+   and ``sandbox.readable``;
 4. ``--bind`` a private copy of the workspace (``verify/_tree.py``, owned by the check's user,
    removed afterwards) at the workspace's path (after ``--tmpfs /tmp``, so a workspace under
    ``/tmp`` stays visible), then ``--ro-bind`` over it, from the workspace, ``.git``, the
@@ -72,6 +75,7 @@ from flow_core.verify._jail_argv import (
     check_user,
     jail_flags,
 )
+from flow_core.verify._jail_root import data_fds, identity_files
 from flow_core.verify._seccomp import seccomp_fd, seccomp_program
 from flow_core.verify._tree import build_tree, plan_workspace
 
@@ -445,6 +449,7 @@ def _bwrap_jail(
     """
     plan = plan_workspace(workspace)
     tree = build_tree(workspace, plan.files, owner=user.owner, mount_points=plan.read_only)
+    opened: list[int] = []
     try:
         owner = user.owner
         for folder in writable:
@@ -452,9 +457,17 @@ def _bwrap_jail(
                 os.chown(folder, owner[0], owner[1])  # the results folder: the check writes
         program, no_filter = seccomp_program(cfg.network)
         filter_fd = seccomp_fd(program) if program is not None else -1
+        opened += [filter_fd] if filter_fd >= 0 else []
+        uid, gid = owner or (os.getuid(), os.getgid())
+        identity = data_fds(identity_files(uid, gid, JAIL_HOME))
+        opened += identity
         read_fd, write_fd = os.pipe()
+        opened += [read_fd, write_fd]
         block_r, block_w = os.pipe()
     except BaseException:
+        for fd in opened:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         tree.close()
         raise
     cmd = bwrap_argv(
@@ -470,6 +483,7 @@ def _bwrap_jail(
         user=user,
         tree=tree.root,
         seccomp_fd=filter_fd,
+        identity_fds=identity,
     )
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
@@ -479,7 +493,7 @@ def _bwrap_jail(
         cmd,
         bwrap,
         env=_clean_env(cfg, environ, JAIL_HOME),
-        pass_fds=(write_fd, block_r, *([filter_fd] if filter_fd >= 0 else [])),
+        pass_fds=(write_fd, block_r, *identity, *([filter_fd] if filter_fd >= 0 else [])),
         info_fd=read_fd,
         block_fd=block_w,
     )
