@@ -372,6 +372,12 @@ def test_a_jail_that_cannot_be_limited_never_runs_the_check(
     assert "limits not applied" in result.sandbox_reason
 
 
+_WHO = (
+    "import pwd, os\nme = pwd.getpwuid(os.getuid())\nprint('me', me.pw_name, me.pw_dir)\n"
+    "print('users', len(pwd.getpwall()))\nprint('resolv', os.path.exists('/etc/resolv.conf'))"
+)
+
+
 def test_the_jail_root_is_minimal_and_names_only_its_users(jail_ok: None, ws: Path) -> None:
     jail = prepare_jail(PY, [PY, "-V"], SandboxConfig(), workspace=ws, environ={})
     try:
@@ -383,12 +389,7 @@ def test_the_jail_root_is_minimal_and_names_only_its_users(jail_ok: None, ws: Pa
         assert not any(b.startswith(("/home", "/srv", "/var", "/run")) for b in bound)
     finally:
         jail.close()
-    code = (
-        "import pwd, grp, os\nprint('me', pwd.getpwuid(os.getuid()).pw_name, "
-        "pwd.getpwuid(os.getuid()).pw_dir)\nprint('users', len(pwd.getpwall()))\n"
-        "print('resolv', os.path.exists('/etc/resolv.conf'))"
-    )
-    result = _run(_config(ws, code))
+    result = _run(_config(ws, _WHO))
     assert result.status == "passed", result.output_tail
     assert "me " in result.output_tail
     assert "/tmp/.flow-home" in result.output_tail
