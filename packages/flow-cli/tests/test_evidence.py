@@ -100,7 +100,9 @@ def config(
 ) -> Path:
     """An operator config with the real pytest (JUnit results) and ruff checks."""
     argv = pytest_argv(junit=junit)
-    results = 'results = "junit"\n' if junit else ""
+    # Without {junit_xml} the check says outright that its exit status is all it gives: the
+    # negative control (the default, results = "auto", reads pytest's results regardless).
+    results = 'results = "junit"\n' if junit else 'results = "exit_status"\n'
     text = (
         f"workspace_dir = {json.dumps(str(ws))}\n"
         f'[ollama]\nbase_url = "{url}"\nmodel = "fake-coder"\ntimeout = 30\n'
@@ -160,6 +162,35 @@ def test_an_honest_fix_is_verified_with_its_evidence(
     results = Path(junit_arg.removeprefix("--junitxml="))
     assert not results.is_relative_to(project)
     assert not results.parent.exists()
+
+
+def test_the_classic_config_gets_test_result_evidence(env, tmp_path, project, fake_ollama) -> None:
+    # `python -m pytest -q` with no results key: results = "auto" adds Flow's own --junitxml.
+    fake = fake_ollama(script([FIX]))
+    cfg = config(tmp_path, project, fake.url, junit=False)
+    cfg.write_text(cfg.read_text().replace('results = "exit_status"\n', ""))
+    code, report, stderr = run(env, cfg)
+    assert code == 0, (stderr, report["verification"])
+    tests = checks_of(report)["tests"]
+    assert tests["evidence"] == "test_results"
+    assert tests["fixed_tests"] == ["test_calc::test_one_to_three"]
+    assert report["weak_evidence"] == []
+    assert "[weak_evidence]" not in stderr
+
+
+def test_a_test_runner_flow_cannot_read_is_weak_evidence_everywhere(
+    env, tmp_path, project, fake_ollama
+) -> None:
+    fake = fake_ollama(script([FIX]))
+    cfg = config(tmp_path, project, fake.url, junit=False)
+    _code, report, stderr = run(env, cfg)
+    assert report["weak_evidence"] == ["tests"]
+    assert checks_of(report)["tests"]["evidence"] == "exit_status"
+    assert "check tests: its pass rests on the exit status alone" in stderr
+    assert "[weak_evidence]" in stderr
+    status = env.flow("status", "--config", str(cfg))
+    assert status.json()["weak_evidence"] == ["tests"]
+    assert "[weak_evidence]" in status.stderr
 
 
 # -- 1. test results as evidence ---------------------------------------------------------------

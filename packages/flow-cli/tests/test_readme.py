@@ -72,8 +72,9 @@ def test_readme_config_status_and_check(env, tmp_path: Path, project: Path) -> N
         "-m",
         "pytest",
         "-q",
-        "--junitxml={junit_xml}",
     ]
+    assert specs["tests"]["evidence"] == "test_results"  # results = "auto": Flow's --junitxml
+    assert status["weak_evidence"] == []
     assert specs["tests"]["timeout_ms"] == 60000
     assert specs["lint"]["kind"] == "lint"
     assert specs["lint"]["argv"] == [sys.executable, "-m", "ruff", "check", "."]

@@ -78,8 +78,10 @@ def write_config(
     base_url: str,
     checks: dict[str, list[str]] | None = None,
     sandbox_mode: str | None = None,
+    kind: str = "lint",
 ) -> Path:
-    """An operator config with the given checks (every one required lint over all files).
+    """An operator config with the given checks (every one required, of ``kind``, over all
+    files).
 
     ``sandbox_mode = "off"`` for tests whose checks talk to the test through files outside
     the workspace (FIFOs, pid files), which the default jail hides.
@@ -100,7 +102,7 @@ def write_config(
             f"cmd = {json.dumps(argv)}",
             "timeout = 30000",
             "required = true",
-            'kind = "lint"',
+            f"kind = {json.dumps(kind)}",
             'filetypes = ["*"]',
         ]
     if sandbox_mode is not None:
@@ -350,8 +352,10 @@ def start_inproc(
     monkeypatch.setenv("HOME", str(tmp_path))
     started: list[InProcessServer] = []
 
-    def start(*extra: str, checks: dict[str, list[str]] | None = None) -> RawServer:
-        cfg = write_config(tmp_path, workspace, fake_ollama.url, checks)
+    def start(
+        *extra: str, checks: dict[str, list[str]] | None = None, kind: str = "lint"
+    ) -> RawServer:
+        cfg = write_config(tmp_path, workspace, fake_ollama.url, checks, kind=kind)
         server = InProcessServer(["--config", str(cfg), *extra])
         started.append(server)
         return server

@@ -279,6 +279,17 @@ def test_flow_status_over_the_wire(start_inproc: ServerFactory, workspace: Path)
     assert server.finish() == 0
 
 
+def test_weak_evidence_is_in_the_tool_result(start_inproc: ServerFactory, workspace: Path) -> None:
+    # A test check Flow reads no results from: its pass rests on the exit status alone.
+    server = start_inproc(checks={"unit": [sys.executable, "-m", "unittest"]}, kind="test")
+    server.initialize()
+    result = server.request(1, "tools/call", {"name": "flow_status"})["result"]
+    report = result["structuredContent"]
+    assert report["weak_evidence"] == ["unit"]
+    assert [w["code"] for w in report["warnings"]] == ["weak_evidence"]
+    assert server.finish() == 0
+
+
 def test_untrusted_check_is_an_error_report(start_inproc: ServerFactory) -> None:
     server = start_inproc()
     server.initialize()

@@ -383,11 +383,12 @@ def _describe_setup(report: Report, config: FlowConfig) -> None:
 
 
 def _say_hints(runtime: Runtime) -> None:
-    """Before a check or run: likely config mistakes that do not stop it (a seconds timeout)."""
+    """Before a check or run: likely config mistakes that do not stop it (a seconds timeout,
+    a test check whose pass rests on its exit status alone)."""
     from flow_cli._summary import clean
 
     for hint in runtime.status().warnings:
-        if hint.code == "check_timeout_short":
+        if hint.code in ("check_timeout_short", "weak_evidence"):
             say(clean(f"warning: {hint.message} [{hint.code}]"))
 
 

@@ -134,6 +134,13 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "the model sent arguments of the wrong type or left one out",
             "nothing to fix in the project; the model is told and may try again",
         ),
+        "weak_evidence": (
+            "a check of kind test runs a runner Flow cannot read (not pytest, no {junit_xml}), "
+            'or sets results = "exit_status"; a test file that ends the runner with status 0 '
+            "then passes it",
+            "run the tests with pytest (Flow adds its own --junitxml), or put {junit_xml} where "
+            'the runner writes JUnit XML and set results = "junit"',
+        ),
         "edit_no_match": (
             "the model's old_text differs from the file (whitespace, stale copy)",
             "nothing to fix; the model is told the closest line and may read the file again",

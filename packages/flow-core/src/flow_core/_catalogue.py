@@ -87,6 +87,8 @@ _FLOW_CODES: dict[str, str] = {
     # model tools (tools/_toolbox.py)
     "tool_unknown": "the model called a tool its role does not have",
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
+    "weak_evidence": "a test check's pass rests on its exit status alone: Flow reads no test "
+    "results from its runner",
     "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
     "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
     "search_bad_regex": "search_text's query is not a valid Python regular expression; fix "

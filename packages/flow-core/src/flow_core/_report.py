@@ -55,6 +55,11 @@ class CheckSpec(_Model):
     executable: str | None = Field(
         default=None, description="resolved executable path recorded at load, if found"
     )
+    evidence: Literal["test_results", "exit_status"] = Field(
+        default="exit_status",
+        description="what the check's pass will rest on: its test results (a pytest argv, or "
+        "{junit_xml}) or its exit status alone",
+    )
 
 
 class ResultCounts(_Model):
@@ -87,7 +92,7 @@ class CheckResult(_Model):
     )
 
     results: Literal["junit"] | None = Field(
-        default=None, description='the structured results the check declares (results = "junit")'
+        default=None, description="the structured results Flow read from the check (JUnit XML)"
     )
     evidence: Literal["test_results", "exit_status"] = Field(
         default="exit_status",
@@ -344,6 +349,11 @@ class Report(_Model):
     fixed_tests: list[str] = Field(
         default_factory=list,
         description='"CHECK: TEST_ID" for each test that failed at baseline and passes now',
+    )
+    weak_evidence: list[str] = Field(
+        default_factory=list,
+        description="test checks whose pass rests on the exit status alone (Flow reads no "
+        "results from their runner): any code that ends the runner with status 0 passes them",
     )
     outside_changes: list[OutsideChange] = Field(
         default_factory=list,

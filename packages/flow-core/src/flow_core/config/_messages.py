@@ -151,7 +151,9 @@ def _explain(e: Mapping[str, Any], loc: tuple[str | int, ...], dotted: str) -> t
             'cmd = ["python", "-m", "pytest", "-q", "--junitxml={junit_xml}"]'
         )
     if kind == "junit_results_missing":
-        return str(e["msg"]), 'add results = "junit" to this check, or remove {junit_xml}'
+        return str(e["msg"]), (
+            'set results = "junit" (or "auto") for this check, or remove {junit_xml}'
+        )
     if kind == "nul_argument":
         return "this argument contains a NUL character", (
             "remove the NUL character (\\u0000) from it"

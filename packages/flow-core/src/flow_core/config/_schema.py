@@ -203,9 +203,11 @@ class CheckConfig(BaseModel):
         executable_id: ``(st_dev, st_ino)`` of the file ``executable`` names (symlinks followed)
             at load: the executable's pinned identity. A check whose executable no longer has
             this identity when it runs is refused (``check_executable_changed``).
-        results: ``"junit"`` when the check writes JUnit XML test results to the path Flow
-            puts in place of ``{junit_xml}`` in ``cmd`` (required there); None (default): the
-            check's pass rests on its exit status alone (``verify/_junit.py``).
+        results: ``"auto"`` (default): Flow reads the test results of a pytest argv, adding
+            its own private ``--junitxml`` when the argv has no ``{junit_xml}``; ``"junit"``:
+            the check writes JUnit XML to the path Flow puts in place of ``{junit_xml}`` in
+            ``cmd`` (required there); ``"exit_status"``: the pass rests on the exit status
+            alone (``verify/_results.py``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -217,7 +219,7 @@ class CheckConfig(BaseModel):
     filetypes: tuple[str, ...] = ()
     executable: str | None = None
     executable_id: tuple[int, int] | None = None
-    results: Literal["junit"] | None = None
+    results: Literal["auto", "junit", "exit_status"] = "auto"
 
     @model_validator(mode="after")
     def _results_placeholder(self) -> CheckConfig:
@@ -228,10 +230,10 @@ class CheckConfig(BaseModel):
                 'results = "junit" needs the placeholder {placeholder} in cmd',
                 {"placeholder": JUNIT_PLACEHOLDER},
             )
-        if self.results is None and has:
+        if self.results == "exit_status" and has:
             raise PydanticCustomError(
                 "junit_results_missing",
-                'cmd uses {placeholder} but the check does not set results = "junit"',
+                'cmd uses {placeholder} but the check sets results = "exit_status"',
                 {"placeholder": JUNIT_PLACEHOLDER},
             )
         return self

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from flow_core._report import CheckResult, ErrorInfo
+from flow_core.verify._results import effective_results
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
@@ -50,7 +51,8 @@ def baseline_check_names(config: FlowConfig) -> list[str]:
     return [
         name
         for name, c in config.checks.items()
-        if c.results is not None or (c.required and (c.kind in _STATIC or c.kind == "test"))
+        if effective_results(c) is not None
+        or (c.required and (c.kind in _STATIC or c.kind == "test"))
     ]
 
 

@@ -46,13 +46,13 @@ from flow_core.verify._fingerprint import (
     take_fingerprint,
 )
 from flow_core.verify._junit import (
-    JUNIT_PLACEHOLDER,
     JUnitError,
     JUnitResults,
     judge,
     parse_junit,
     read_junit,
 )
+from flow_core.verify._results import effective_results, results_argv
 from flow_core.verify._toolfiles import ROOT_PROTECTED
 
 if TYPE_CHECKING:
@@ -82,23 +82,24 @@ def _inside(path: str, root: Path) -> bool:
 
 
 def prepare(check: CheckConfig, workspace: Path) -> Prepared:
-    """Fill ``{junit_xml}`` with a path in a new private folder outside the workspace.
+    """Give a check with test results (``verify/_results.py``) a path in a new private
+    folder outside the workspace: its ``{junit_xml}`` filled, or pytest's ``--junitxml``.
 
     The folder is made by ``tempfile.mkdtemp`` (mode 0700); when the temp directory lies in
     the workspace, ``/tmp`` is used instead.
 
     Returns:
-        The check unchanged when it declares no results; otherwise a copy whose argv names
-        ``<folder>/junit.xml``.
+        The check unchanged when Flow reads no results from it; otherwise a copy whose argv
+        names ``<folder>/junit.xml``.
     """
-    if check.results != "junit":
+    if effective_results(check) is None:
         return Prepared(check)
     folder = tempfile.mkdtemp(prefix="flow-results-")
     if _inside(folder, workspace):
         os.rmdir(folder)
         folder = tempfile.mkdtemp(prefix="flow-results-", dir="/tmp")
     path = os.path.join(folder, "junit.xml")
-    cmd = tuple(arg.replace(JUNIT_PLACEHOLDER, path) for arg in check.cmd)
+    cmd = results_argv(check, path)
     return Prepared(check.model_copy(update={"cmd": cmd}), path, folder)
 
 

@@ -43,12 +43,16 @@ SHORT_TIMEOUT_MS = 1000
 
 
 def config_hints(config: FlowConfig) -> list[ErrorInfo]:
-    """Likely mistakes that do not stop a run: a check timeout under ``SHORT_TIMEOUT_MS``.
+    """Likely mistakes that do not stop a run: a check timeout under ``SHORT_TIMEOUT_MS``, a
+    test check whose pass would rest on its exit status alone (``verify/_results.py``).
 
     Returns:
-        ``ErrorInfo`` entries (code ``check_timeout_short``), each naming the fix.
+        ``ErrorInfo`` entries (codes ``check_timeout_short``, ``weak_evidence``), each naming
+        the fix.
     """
-    return [
+    from flow_core.verify._results import is_weak
+
+    hints = [
         ErrorInfo(
             code="check_timeout_short",
             message=f"checks.{name}.timeout = {check.timeout} is in milliseconds "
@@ -58,6 +62,18 @@ def config_hints(config: FlowConfig) -> list[ErrorInfo]:
         for name, check in config.checks.items()
         if check.timeout < SHORT_TIMEOUT_MS
     ]
+    hints.extend(
+        ErrorInfo(
+            code="weak_evidence",
+            message=f"check {name}: its pass rests on the exit status alone (Flow reads no "
+            "test results from this runner), so code that ends it with status 0 passes it; "
+            'fix: run pytest, or set results = "junit" with {junit_xml} where the runner '
+            "writes JUnit XML",
+        )
+        for name, check in config.checks.items()
+        if is_weak(check)
+    )
+    return hints
 
 
 def _tree_size(root: str, cap: int) -> list[ErrorInfo]:

@@ -19,6 +19,7 @@ from flow_core._report import (
     Timings,
     Verification,
 )
+from flow_core.verify._results import effective_results, is_weak
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
@@ -26,7 +27,13 @@ if TYPE_CHECKING:
     from flow_core.run._evidence import RunEvidence
     from flow_core.run._state import RunState
 
-__all__ = ["blocked_verification", "build_report", "check_specs", "status_report"]
+__all__ = [
+    "blocked_verification",
+    "build_report",
+    "check_specs",
+    "status_report",
+    "weak_checks",
+]
 
 
 def check_specs(config: FlowConfig) -> list[CheckSpec]:
@@ -40,9 +47,16 @@ def check_specs(config: FlowConfig) -> list[CheckSpec]:
             argv=list(c.cmd),
             timeout_ms=c.timeout,
             executable=c.executable,
+            evidence="test_results" if effective_results(c) else "exit_status",
         )
         for n, c in config.checks.items()
     ]
+
+
+def weak_checks(config: FlowConfig) -> list[str]:
+    """Names of the test checks whose pass rests on the exit status alone
+    (``verify/_results.py``, ``is_weak``)."""
+    return [n for n, c in config.checks.items() if is_weak(c)]
 
 
 def blocked_verification(reasons: list[str], *, within_budgets: bool) -> Verification:
@@ -72,6 +86,7 @@ def status_report(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) 
         config_sources=list(sources),
         models={role: config.model_for(role) for role in ROLES},
         configured_checks=check_specs(config),
+        weak_evidence=weak_checks(config),
         sandbox=_sandbox(config),
     )
 
@@ -123,6 +138,7 @@ def build_report(
         config_sources=list(sources),
         models={role: config.model_for(role) for role in ROLES},
         configured_checks=check_specs(config),
+        weak_evidence=weak_checks(config),
         checks=list(state.final_checks),
         verification=state.verification if is_run else None,
         verification_history=list(state.history),
