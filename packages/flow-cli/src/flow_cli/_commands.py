@@ -336,7 +336,7 @@ def _work(
             "flow check runs the configured checks, which execute project code; "
             "review [checks.*] in your operator config, then add --trusted",
         )
-    _say_hints(runtime)
+    _say_hints(runtime, kind)
     if progress is not None:
         progress.start()
     if kind == "check":
@@ -382,13 +382,14 @@ def _describe_setup(report: Report, config: FlowConfig) -> None:
             say(clean(f"warning: {problem.message} [{problem.code}]"))
 
 
-def _say_hints(runtime: Runtime) -> None:
-    """Before a check or run: likely config mistakes that do not stop it (a seconds timeout,
-    a test check whose pass rests on its exit status alone)."""
+def _say_hints(runtime: Runtime, kind: ReportKind) -> None:
+    """Before a check or run: likely config mistakes that do not stop it (a seconds timeout);
+    before a run also the test checks whose pass would rest on their exit status alone."""
     from flow_cli._summary import clean
 
+    wanted = ("check_timeout_short", "weak_evidence") if kind == "run" else ("check_timeout_short",)
     for hint in runtime.status().warnings:
-        if hint.code in ("check_timeout_short", "weak_evidence"):
+        if hint.code in wanted:
             say(clean(f"warning: {hint.message} [{hint.code}]"))
 
 
