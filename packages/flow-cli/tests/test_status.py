@@ -146,8 +146,9 @@ def test_unknown_option_before_subcommand_finds_the_subcommand(env, workspace) -
 
 def test_missing_check_executables_are_warned_about(env, workspace: Path, tmp_path, h) -> None:
     checks = (
-        h.check_table("found", [sys.executable, "-V"])
-        + h.check_table("bare", ["no-such-flow-tool", "-q"])
+        # not tests: a test check Flow reads no results from would add a weak_evidence line
+        h.check_table("found", [sys.executable, "-V"], kind="lint")
+        + h.check_table("bare", ["no-such-flow-tool", "-q"], kind="lint")
         + h.check_table("venv", [".venv/bin/python", "-m", "pytest"])
     )
     cfg = h.operator_config(tmp_path / "op.toml", workspace, checks=checks)
@@ -166,7 +167,7 @@ def test_missing_check_executables_are_warned_about(env, workspace: Path, tmp_pa
 
 def test_status_summary_line_on_a_terminal_stderr(env, workspace: Path, tmp_path, h) -> None:
     pexpect = pytest.importorskip("pexpect")
-    checks = h.check_table("unit", [sys.executable, "-V"])
+    checks = h.check_table("unit", [sys.executable, "-V"], kind="lint")  # no weak_evidence line
     cfg = h.operator_config(tmp_path / "op.toml", workspace, model="fake-coder", checks=checks)
     out = tmp_path / "report.json"
     command = f"{sys.executable} -m flow_cli status --config {cfg} > {out}; echo EXIT=$?"

@@ -336,7 +336,7 @@ def _work(
             "flow check runs the configured checks, which execute project code; "
             "review [checks.*] in your operator config, then add --trusted",
         )
-    _say_hints(runtime, kind)
+    _say_hints(runtime, verifies=kind == "run" and opts.trusted)
     if progress is not None:
         progress.start()
     if kind == "check":
@@ -382,12 +382,14 @@ def _describe_setup(report: Report, config: FlowConfig) -> None:
             say(clean(f"warning: {problem.message} [{problem.code}]"))
 
 
-def _say_hints(runtime: Runtime, kind: ReportKind) -> None:
+def _say_hints(runtime: Runtime, *, verifies: bool) -> None:
     """Before a check or run: likely config mistakes that do not stop it (a seconds timeout);
-    before a run also the test checks whose pass would rest on their exit status alone."""
+    before a run that can verify (``flow run --trusted``) also the test checks whose pass
+    would rest on their exit status alone. A read-only run runs no check and ``flow check``
+    claims no verification, so the weak-evidence warning would be noise there."""
     from flow_cli._summary import clean
 
-    wanted = ("check_timeout_short", "weak_evidence") if kind == "run" else ("check_timeout_short",)
+    wanted = ("check_timeout_short", "weak_evidence") if verifies else ("check_timeout_short",)
     for hint in runtime.status().warnings:
         if hint.code in wanted:
             say(clean(f"warning: {hint.message} [{hint.code}]"))
