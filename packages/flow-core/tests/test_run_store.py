@@ -172,7 +172,8 @@ def test_status_warns_about_what_preflight_would_refuse(
     assert [w.code for w in bare.warnings] == ["preflight_no_required_check"]
     ready = Runtime(flow_config(CHECKS)).status()
     assert ready.ok is True
-    assert ready.warnings == []
+    # its test check is not pytest and writes no JUnit XML: a warning, not a refusal
+    assert [w.code for w in ready.warnings] == ["weak_evidence"]
 
 
 def _git(cwd: Path, *args: str) -> str:
