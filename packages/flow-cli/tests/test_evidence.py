@@ -357,7 +357,12 @@ def test_files_other_tools_run_or_obey_are_never_written(
     code, report, _ = run(env, config(tmp_path, project, fake.url))
     errors = [t["error"] for t in report["tool_calls"] if t["name"] == "write_file"]
     assert errors[:-1] == [
-        "generated_path" if p.startswith("myenv/") else "protected" for p in PROTECTED_WRITES
+        "generated_path"
+        if p.startswith("myenv/")
+        else "changes_what_runs"
+        if p.endswith(".pth")
+        else "protected"
+        for p in PROTECTED_WRITES
     ]
     for path in PROTECTED_WRITES:
         assert not (project / path).exists(), path

@@ -141,6 +141,13 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "run the tests with pytest (Flow adds its own --junitxml), or put {junit_xml} where "
             'the runner writes JUnit XML and set results = "junit"',
         ),
+        "changes_what_runs": (
+            "the model created a module named like a standard-library or installed module (or "
+            "one the workspace already has), declared an encoding other than UTF-8, or wrote a "
+            ".pth or sitecustomize file: each changes what an import or the interpreter runs",
+            "nothing to fix in Flow: the write was refused and the run went on; the rule's "
+            'reasons are in docs/architecture.md, section "Writes that change what runs"',
+        ),
         "edit_no_match": (
             "the model's old_text differs from the file (whitespace, stale copy)",
             "nothing to fix; the model is told the closest line and may read the file again",

@@ -89,6 +89,9 @@ _FLOW_CODES: dict[str, str] = {
     "tool_invalid_arguments": "the model's tool arguments were missing or of the wrong type",
     "weak_evidence": "a test check's pass rests on its exit status alone: Flow reads no test "
     "results from its runner",
+    "changes_what_runs": "a write would change which code runs beyond what it shows (a module "
+    "shadowing a standard-library, installed or workspace module, a non-UTF-8 encoding "
+    "declaration, a Python startup file); the message names the rule",
     "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
     "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
     "search_bad_regex": "search_text's query is not a valid Python regular expression; fix "

@@ -312,6 +312,7 @@ class Run:
             editor=self.editor,
             editor_schemas=self._editor_schemas or (),
             cycle=cycle,
+            check_programs=[c.executable for c in self.config.checks.values()],
         )
 
     def keep_pre_image(self, path: str) -> None:

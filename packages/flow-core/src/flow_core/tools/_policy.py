@@ -8,11 +8,21 @@ a role is offered, the ones it may call and the ones a user is shown cannot disa
   ``search_text``, ``outline`` and the editor's read-only tools;
 * a trusted coder: those plus ``write_file``, ``edit_file``, ``run_check`` (only when checks
   are configured) and the editor's ``editor_lint``/``editor_check``.
+
+It also holds the one rule for writes that change what runs (:func:`what_runs_refusal`,
+:data:`WHAT_RUNS_RULES`): new modules shadowing a standard-library, installed or workspace
+module, encoding declarations other than UTF-8, Python startup files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import codecs
+import importlib.machinery
+import re
+import sys
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from flow_core._protocols import Role
 
@@ -21,7 +31,12 @@ __all__ = [
     "FILE_TOOL_NAMES",
     "READ_ONLY_EDITOR_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
+    "WHAT_RUNS_RULES",
+    "RunsRefusal",
+    "declared_encoding",
+    "module_name",
     "role_tools",
+    "what_runs_refusal",
 ]
 
 #: Flow's own file tools, in the order the coder sees them.
@@ -81,3 +96,139 @@ def role_tools(
         if name in allowed and name not in names:
             names.append(name)
     return tuple(names)
+
+
+# -- writes that change what runs ---------------------------------------------------------------
+#
+# The one rule for writes that change which code an interpreter runs, apart from the code the
+# write plainly shows (docs/architecture.md, "Writes that change what runs"). A check judges the
+# code it runs; a write that makes ``import json`` load the model's file, or that makes Python
+# decode a line the diff and the linter show as a comment as code, changes what the check ran
+# without the diff saying so. Each refusal names its rule:
+
+#: Rule names, each with the reason the refusal message gives.
+WHAT_RUNS_RULES: dict[str, str] = {
+    "python_startup": "every interpreter that finds it on its path runs it at start "
+    "(.pth, sitecustomize, usercustomize)",
+    "shadow_stdlib": "a top-level module of that name replaces the standard-library module "
+    "for every import in the checks",
+    "shadow_installed": "a top-level module of that name replaces the installed distribution's "
+    "module for every import in the checks",
+    "shadow_workspace": "the workspace already has a top-level module of that name; a second "
+    "one (or a package folder beside the module) changes which one an import loads",
+    "encoding_declaration": "the file tools write UTF-8; a declaration naming another encoding "
+    "makes Python decode the bytes differently from the diff and the linter",
+}
+
+
+@dataclass(frozen=True)
+class RunsRefusal:
+    """Why a write was refused by the what-runs rule.
+
+    Attributes:
+        rule: a key of :data:`WHAT_RUNS_RULES`.
+        detail: what in this write tripped it (the module name, the declared encoding).
+    """
+
+    rule: str
+    detail: str
+
+    @property
+    def message(self) -> str:
+        """The refusal as the model and the report read it."""
+        return (
+            f"refused by the rule {self.rule!r} ({self.detail}): {WHAT_RUNS_RULES[self.rule]}; "
+            "choose another name or leave the declaration out"
+        )
+
+
+# PEP 263: a comment on line 1 or 2 naming the source encoding (the tokenizer's own pattern).
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
+_BLANK = re.compile(r"^[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
+_UTF8 = frozenset({"utf-8", "utf_8", "utf8"})
+
+
+def declared_encoding(text: str) -> str | None:
+    """The encoding a PEP 263 declaration in ``text`` names, or None.
+
+    Python reads the declaration on line 1, or on line 2 when line 1 is blank or a comment
+    (``tokenize.detect_encoding``); the name is returned as written.
+    """
+    lines = text.split("\n", 2)[:2]
+    for number, line in enumerate(lines):
+        found = _CODING.match(line)
+        if found:
+            return found.group(1)
+        if number == 0 and not _BLANK.match(line):
+            return None
+    return None
+
+
+def _is_utf8(name: str) -> bool:
+    folded = name.lower().replace("_", "-")
+    if folded in _UTF8 or folded.startswith("utf-8-"):
+        return True
+    try:
+        return codecs.lookup(name).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def module_name(path: str) -> str | None:
+    """The module name a file defines by its own name: ``a/json.py`` → ``json``,
+    ``a/json/__init__.py`` → ``json`` (the package), other files → None.
+
+    Every suffix the import system loads counts (``importlib.machinery.all_suffixes``).
+    """
+    parts = PurePosixPath(path).parts
+    if not parts:
+        return None
+    name = parts[-1]
+    if name in ("__init__.py", "__init__.pyc") and len(parts) >= 2:
+        return parts[-2]
+    for suffix in sorted(importlib.machinery.all_suffixes(), key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            stem = name[: -len(suffix)]
+            return stem if stem.isidentifier() else None
+    return None
+
+
+def what_runs_refusal(
+    path: str,
+    text: str,
+    *,
+    new_top_level: str | None,
+    startup_file: bool,
+    installed: Collection[str],
+    workspace_modules: Collection[str],
+) -> RunsRefusal | None:
+    """Whether a write changes what runs beyond what it shows; the one place of that rule.
+
+    Args:
+        path: the workspace-relative path written.
+        text: the text written (the file tools write UTF-8).
+        new_top_level: the top-level module name the write creates (a new ``X.py`` or
+            ``X/__init__.py`` in a folder that is not itself a package), else None.
+        startup_file: whether the path is a Python startup file (``verify/_toolfiles.py``,
+            the "Python startup files" row).
+        installed: top-level module names of the installed distributions the checks import.
+        workspace_modules: top-level module names already in the workspace, other than
+            ``path`` itself.
+
+    Returns:
+        The first rule the write breaks (order: startup, stdlib, installed, workspace,
+        encoding), or None. Pure: no I/O.
+    """
+    if startup_file:
+        return RunsRefusal("python_startup", path)
+    if new_top_level is not None:
+        if new_top_level in sys.stdlib_module_names:
+            return RunsRefusal("shadow_stdlib", f"module {new_top_level!r}")
+        if new_top_level in installed:
+            return RunsRefusal("shadow_installed", f"module {new_top_level!r}")
+        if new_top_level in workspace_modules:
+            return RunsRefusal("shadow_workspace", f"module {new_top_level!r}")
+    declared = declared_encoding(text)
+    if declared is not None and not _is_utf8(declared):
+        return RunsRefusal("encoding_declaration", f"coding: {declared[:40]}")
+    return None

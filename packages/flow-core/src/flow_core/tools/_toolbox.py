@@ -37,8 +37,9 @@ from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
 from flow_core.tools._edit import ambiguous_message, match_lines, no_match_message
+from flow_core.tools._modules import installed_top_level, new_top_level, workspace_top_level
 from flow_core.tools._outline import render_outline
-from flow_core.tools._policy import role_tools
+from flow_core.tools._policy import module_name, role_tools, what_runs_refusal
 from flow_core.tools._read import ReadError, read_window
 from flow_core.tools._record import capped_arguments, capped_message, invalid_unicode_at
 from flow_core.tools._schemas import TOOL_SCHEMAS, editor_function_schema, function_schema
@@ -49,6 +50,7 @@ from flow_core.tools._search import (
     search,
 )
 from flow_core.verify import protected_reason
+from flow_core.verify._toolfiles import is_python_startup
 from flow_safeio import (
     NotDirectoryError,
     ProtectedPathError,
@@ -194,6 +196,8 @@ class ToolBox:
         editor: the attached editor bridge, if any.
         editor_schemas: the bridge's filtered tool schemas (fetched once per runtime).
         cycle: the repair cycle recorded on each call.
+        check_programs: the check programs' absolute paths (``CheckConfig.executable``): the
+            environments whose installed modules a new module must not shadow.
     """
 
     def __init__(
@@ -210,8 +214,10 @@ class ToolBox:
         editor: EditorBridge | None = None,
         editor_schemas: Sequence[Mapping[str, Any]] = (),
         cycle: int | None = None,
+        check_programs: Sequence[str | None] = (),
     ) -> None:
         self.role = role
+        self._check_programs = tuple(check_programs)
         self.workspace = workspace
         self.ledger = ledger
         self.cycle = cycle
@@ -356,11 +362,31 @@ class ToolBox:
         # environment, ...): flow-safeio's one rule, the same that hides them from listings;
         # raises GeneratedPathError (code "generated_path").
         self.workspace.check_generated(rel)
-        # Files other tools run or obey (agent instructions, CI, .envrc, *.pth, ...): the one
-        # table in flow_core.verify._toolfiles, matched in any directory.
+        # Files other tools run or obey (agent instructions, CI, .envrc, ...): the one table in
+        # flow_core.verify._toolfiles, matched in any directory. Python startup files are
+        # refused by the what-runs rule instead, which names its rule (_check_what_runs).
         why = protected_reason(rel)
-        if why is not None:
+        if why is not None and not is_python_startup(rel):
             raise ProtectedPathError(rel, f"protected path ({why}): it may be read but not written")
+
+    def _check_what_runs(self, rel: str, text: str) -> None:
+        """Writes that change what runs beyond what they show: the one rule in
+        ``tools/_policy.py`` (``what_runs_refusal``), fed here with the facts it compares."""
+        files: list[str] = []
+        top: str | None = None
+        if module_name(rel) is not None and not self.workspace.exists(rel):
+            files = list(self.workspace.walk())
+            top = new_top_level(rel, False, files)
+        refusal = what_runs_refusal(
+            rel,
+            text,
+            new_top_level=top,
+            startup_file=is_python_startup(rel),
+            installed=installed_top_level(self._check_programs) if top else frozenset(),
+            workspace_modules=workspace_top_level(files, besides=rel) if top else frozenset(),
+        )
+        if refusal is not None:
+            raise ToolError("changes_what_runs", f"{rel}: {refusal.message}")
 
     def _read_text(self, rel: str) -> str:
         if self._editor is not None:
@@ -377,6 +403,7 @@ class ToolBox:
         if len(data) > limit:
             raise ToolError("too_large", f"{rel}: {len(data)} bytes is over the {limit}-byte limit")
         self._check_protected(rel)
+        self._check_what_runs(rel, text)
         if self._before_write is not None:
             self._before_write(rel)
         if self._editor is not None:

@@ -33,10 +33,12 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 __all__ = [
+    "PYTHON_STARTUP",
     "ROOT_PROTECTED",
     "TOOL_FILES",
     "ToolFiles",
     "classify",
+    "is_python_startup",
     "is_tool_config",
     "protected_reason",
 ]
@@ -93,6 +95,17 @@ class ToolFiles:
 def _names(*names: str) -> frozenset[str]:
     return frozenset(_fold(n) for n in names)
 
+
+#: Files every interpreter runs at start; also the what-runs rule's ``python_startup``
+#: (``tools/_policy.py``).
+PYTHON_STARTUP = ToolFiles(
+    "Python startup files",
+    "protected",
+    "every Python interpreter that finds them on its path runs them at start, before any "
+    "test or tool: a .pth line starting with 'import', sitecustomize, usercustomize",
+    names=_names("sitecustomize.py", "usercustomize.py"),
+    globs=("*.pth",),
+)
 
 _PROTECTED: tuple[ToolFiles, ...] = (
     ToolFiles(
@@ -243,14 +256,7 @@ _PROTECTED: tuple[ToolFiles, ...] = (
         ),
         dirs=((".githooks",), (".husky",)),
     ),
-    ToolFiles(
-        "Python startup files",
-        "protected",
-        "every Python interpreter that finds them on its path runs them at start, before any "
-        "test or tool: a .pth line starting with 'import', sitecustomize, usercustomize",
-        names=_names("sitecustomize.py", "usercustomize.py"),
-        globs=("*.pth",),
-    ),
+    PYTHON_STARTUP,
 )
 
 _TOOL_CONFIG_REASON = (
@@ -409,6 +415,12 @@ TOOL_FILES: tuple[ToolFiles, ...] = _PROTECTED + _TOOL_CONFIG
 
 def _parts(path: str) -> tuple[str, ...]:
     return tuple(_fold(p) for p in PurePosixPath(path).parts if p not in ("", "."))
+
+
+def is_python_startup(path: str) -> bool:
+    """Whether ``path`` is a Python startup file (the what-runs rule's ``python_startup``,
+    ``tools/_policy.py``)."""
+    return PYTHON_STARTUP.matches(_parts(path))
 
 
 def classify(path: str) -> ToolFiles | None:

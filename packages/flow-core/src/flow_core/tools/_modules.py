@@ -1,0 +1,167 @@
+"""What the what-runs rule compares a write with: installed and workspace module names.
+
+The rule itself is ``tools/_policy.py`` (:func:`~flow_core.tools._policy.what_runs_refusal`);
+this module gathers its inputs (``docs/architecture.md``, "Writes that change what runs"):
+
+* the top-level module names installed where the checks import from: the site folders of
+  Flow's own interpreter and of each check program's environment (a virtualenv holding the
+  program or the interpreter its ``#!`` line names, else the ``lib/python3*`` folders of the
+  program's prefix), read as folder listings, never by running anything;
+* the workspace's top-level module names, from one listing of the tree;
+* whether a write creates a new top-level module.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import site
+import sys
+import sysconfig
+from collections.abc import Iterable, Iterator
+from pathlib import PurePosixPath
+
+from flow_core.tools._policy import module_name
+
+__all__ = ["installed_top_level", "new_top_level", "top_level_of", "workspace_top_level"]
+
+_NOT_MODULES = (".dist-info", ".egg-info", ".data")
+
+
+def _shebang(path: str) -> str | None:
+    """The interpreter a script's ``#!`` line names (``env NAME`` resolved on PATH), or None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env" and len(words) > 1:
+        import shutil
+
+        return shutil.which(words[1])
+    return words[0]
+
+
+def _site_dirs(program: str) -> Iterator[str]:
+    """Site folders of the environment ``program`` (an interpreter or script) belongs to."""
+    for exe in (program, _shebang(program)):
+        if not exe:
+            continue
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(exe)))
+        for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages"):
+            yield from glob.glob(os.path.join(glob.escape(prefix), pattern))
+        yield from glob.glob(os.path.join(glob.escape(prefix), "lib/python3/dist-packages"))
+
+
+def _own_site_dirs() -> Iterator[str]:
+    yield from site.getsitepackages() if hasattr(site, "getsitepackages") else ()
+    for key in ("purelib", "platlib"):
+        yield sysconfig.get_paths().get(key, "")
+    yield from (p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+
+
+@functools.lru_cache(maxsize=8)
+def installed_top_level(programs: tuple[str | None, ...]) -> frozenset[str]:
+    """Top-level module names in the site folders the checks import from.
+
+    Args:
+        programs: absolute paths of the check programs (``CheckConfig.executable``).
+
+    Returns:
+        Every name a folder entry there defines (``X/``, ``X.py``, ``X.cpython-312-...so``),
+        bookkeeping folders (``*.dist-info``, ``__pycache__``) left out.
+    """
+    folders = dict.fromkeys(_own_site_dirs())
+    for program in programs:
+        if program:
+            folders.update(dict.fromkeys(_site_dirs(program)))
+    names: set[str] = set()
+    extra: dict[str, None] = {}
+    for folder in folders:
+        names.update(_listed_modules(folder, site_dir=True, pth=extra))
+    for folder in extra:
+        if folder not in folders:
+            names.update(_listed_modules(folder, site_dir=False, pth={}))
+    return frozenset(names)
+
+
+def _pth_paths(path: str) -> Iterator[str]:
+    """The folders a ``.pth`` file adds to ``sys.path`` (its plain path lines)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read(65536).splitlines()
+    except OSError:
+        return
+    for raw in lines:
+        line = raw.strip()
+        if line and not line.startswith(("#", "import ", "import\t")):
+            folder = os.path.join(os.path.dirname(path), line)
+            if os.path.isdir(folder):
+                yield os.path.normpath(folder)
+
+
+def _listed_modules(folder: str, *, site_dir: bool, pth: dict[str, None]) -> set[str]:
+    """Top-level module names one folder on ``sys.path`` defines; the folders its ``.pth``
+    files add are put in ``pth`` (editable installs)."""
+    names: set[str] = set()
+    try:
+        entries = os.listdir(folder) if folder else []
+    except OSError:
+        return names
+    for entry in entries:
+        full = os.path.join(folder, entry)
+        if entry.endswith(".pth"):
+            pth.update(dict.fromkeys(_pth_paths(full)))
+        elif entry.endswith(_NOT_MODULES) or entry == "__pycache__":
+            continue
+        elif entry.isidentifier() and os.path.isdir(full):
+            # Site folders hold namespace packages too; elsewhere only regular packages.
+            if site_dir or os.path.isfile(os.path.join(full, "__init__.py")):
+                names.add(entry)
+        else:
+            name = module_name(entry)
+            if name is not None:
+                names.add(name)
+    return names
+
+
+def _package_dirs(files: Iterable[str]) -> set[str]:
+    return {str(PurePosixPath(f).parent) for f in files if PurePosixPath(f).name == "__init__.py"}
+
+
+def top_level_of(path: str, packages: set[str]) -> str | None:
+    """The top-level module name ``path`` defines itself, or None.
+
+    A module file or a package's ``__init__.py`` is top level when the folder holding it
+    (the package folder's parent, for ``__init__.py``) is not a package: that folder is what
+    a test runner or the interpreter puts on ``sys.path``.
+    """
+    p = PurePosixPath(path)
+    name = module_name(path)
+    if name is None:
+        return None
+    holder = p.parent.parent if p.name == "__init__.py" else p.parent
+    return None if str(holder) in packages else name
+
+
+def workspace_top_level(files: Iterable[str], *, besides: str) -> frozenset[str]:
+    """Top-level module names the workspace's ``files`` define, ``besides`` left out."""
+    listed = [f for f in files if f != besides]
+    packages = _package_dirs(listed)
+    names = {top_level_of(f, packages) for f in listed}
+    names.discard(None)
+    return frozenset(n for n in names if n is not None)
+
+
+def new_top_level(path: str, exists: bool, files: Iterable[str]) -> str | None:
+    """The top-level module a write of ``path`` creates, or None (the file exists already,
+    or it is not a top-level module)."""
+    if exists:
+        return None
+    return top_level_of(path, _package_dirs(files))
