@@ -4,9 +4,10 @@ The rule itself is ``tools/_policy.py`` (:func:`~flow_core.tools._policy.what_ru
 this module gathers its inputs (``docs/architecture.md``, "Writes that change what runs"):
 
 * the top-level module names installed where the checks import from: the site folders of
-  Flow's own interpreter and of each check program's environment (a virtualenv holding the
-  program or the interpreter its ``#!`` line names, else the ``lib/python3*`` folders of the
-  program's prefix), read as folder listings, never by running anything;
+  Flow's own interpreter and of each check program's environment (the ``lib/python3*``
+  folders of the prefix of the program and of the interpreter its absolute ``#!`` line
+  names), and the folders their ``.pth`` files add, read as listings, never by running
+  anything;
 * the workspace's top-level module names, from one listing of the tree;
 * whether a write creates a new top-level module.
 """
@@ -23,29 +24,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
 from flow_core.tools._policy import module_name
+from flow_core.verify._jail_argv import _shebang
 
 __all__ = ["installed_top_level", "new_top_level", "top_level_of", "workspace_top_level"]
 
 _NOT_MODULES = (".dist-info", ".egg-info", ".data")
-
-
-def _shebang(path: str) -> str | None:
-    """The interpreter a script's ``#!`` line names (``env NAME`` resolved on PATH), or None."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    if os.path.basename(words[0]) == "env" and len(words) > 1:
-        import shutil
-
-        return shutil.which(words[1])
-    return words[0]
 
 
 def _site_dirs(program: str) -> Iterator[str]:
