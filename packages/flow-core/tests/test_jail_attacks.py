@@ -44,7 +44,7 @@ def _attack(ws: Path, code: str, *, mode: str = "auto", **sandbox: Any) -> str:
     cfg = FlowConfig.model_validate(
         {
             "workspace_dir": str(ws),
-            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 30_000}},
+            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 120_000}},
             "sandbox": {"mode": mode, **sandbox},
         }
     )
@@ -241,7 +241,7 @@ def _limited(ws: Path, code: str, unenforced: str, **sandbox: Any) -> Any:
     cfg = FlowConfig.model_validate(
         {
             "workspace_dir": str(ws),
-            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 30_000}},
+            "checks": {"t": {"cmd": [PY, "-S", "-c", code], "timeout": 120_000}},
             "sandbox": sandbox,
         }
     )
@@ -404,3 +404,55 @@ def test_host_sockets_fifos_and_files_are_out_of_sight(
     jailed = _attack(ws, code)
     for kind, path in host_things:
         assert f"refused {kind} {path!r}" in jailed, jailed
+
+
+_SPREAD = """
+import os, sys
+written = {}
+for where in ('spread.bin', '/tmp/flow-spread-' + TAG, '/dev/shm/flow-spread-' + TAG):
+    written[where] = 0
+    try:
+        with open(where, 'wb') as fh:
+            for _ in range(10):
+                fh.write(b's' * (1024 * 1024))
+                fh.flush()
+                written[where] += 1
+    except OSError as err:
+        print('stopped', err.errno)
+print('wrote MiB', sum(written.values()))
+if CLEAN:  # the control wrote the host's /tmp and /dev/shm
+    for where in written:
+        os.remove(where)
+"""
+
+
+def test_disk_is_bounded_for_all_the_check_writes(jail_ok: None, ws: Path) -> None:
+    tag = secrets.token_hex(6)
+    off = _attack(ws, f"TAG, CLEAN = {tag!r}, True\n{_SPREAD}", mode="off", disk_mib=16)
+    assert "wrote MiB 30" in off, off  # no per-file limit stops it: 10 MiB per file
+    code = f"TAG, CLEAN = {tag!r}, False\n{_SPREAD}"
+    result = _limited(ws, code, "disk bounded for /tmp only", disk_mib=16)
+    assert "stopped 28" in result.output_tail  # ENOSPC
+    assert "wrote MiB 30" not in result.output_tail
+    assert result.status == "limit", (result.status, result.output_tail)
+    assert result.error is not None
+    assert "sandbox.disk_mib" in result.error.message
+    assert not (ws / "spread.bin").exists()
+
+
+_SPIN = """
+import time
+while time.process_time() < 2.0:
+    pass
+print('spun', round(time.process_time(), 1))
+"""
+
+
+def test_cpu_time_is_a_total_for_the_check(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _SPIN, mode="off", cpu_seconds=0.5)
+    assert "spun" in off, off
+    result = _limited(ws, _SPIN, "CPU time not bounded", cpu_seconds=0.5)
+    assert result.status == "limit", (result.status, result.output_tail)
+    assert result.error is not None
+    assert "sandbox.cpu_seconds" in result.error.message
+    assert "spun" not in result.output_tail

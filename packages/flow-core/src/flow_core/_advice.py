@@ -94,8 +94,10 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "raise checks.NAME.timeout (milliseconds) or make the command faster",
         ),
         "check_limit": (
-            "the check's processes together used more memory than sandbox.memory_mib, or "
-            "more processes than sandbox.processes (a runaway test, a fork bomb)",
+            "the check's processes together used more memory than sandbox.memory_mib, more "
+            "processes than sandbox.processes, more CPU time than sandbox.cpu_seconds, or "
+            "wrote more than sandbox.disk_mib (a runaway test, a fork bomb, a log that fills "
+            "the disk)",
             "fix the test if it runs away; otherwise raise the named [sandbox] limit",
         ),
         "check_missing": (

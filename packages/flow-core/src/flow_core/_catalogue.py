@@ -70,7 +70,8 @@ _FLOW_CODES: dict[str, str] = {
     "check_timeout": "the check ran past its timeout (milliseconds); its process group was "
     "killed; raise checks.NAME.timeout or speed the command up",
     "check_limit": "the check ran into a whole-check limit of [sandbox] (memory_mib: the kernel "
-    "ended it; processes: a fork was refused); the message names the limit",
+    "ended it; processes: a fork was refused; cpu_seconds: Flow ended it; disk_mib: its disk was "
+    "full when it ended); the message names the limit",
     "check_missing": "the check's executable does not exist; fix checks.NAME.cmd[0] or install "
     "it in the project's environment",
     "check_refused": "the check was not started: an editor buffer has unsaved changes; save "

@@ -16,8 +16,9 @@ Example (every key optional; these are the defaults)::
     open_files = 1024
     processes = 512
     memory_mib = 4096        # all of a check's processes together
-    disk_mib = 1024          # the jail's /tmp (and HOME in it)
+    disk_mib = 1024          # all a check writes: its copy, /tmp (and HOME), /dev/shm
     cpus = 0                 # CPUs' worth of time a check may use; 0: all but one
+    cpu_seconds = 0          # CPU time all of a check's processes may use; 0: no total
     check_uid = 65533        # the check's user and group when Flow runs as root
     check_gid = 65533
 """
@@ -67,10 +68,17 @@ class SandboxConfig(BaseModel):
             also binds root; see the flow-core README for where it cannot be created).
         memory_mib: memory of all the check's processes together, in MiB (a ``memory``
             cgroup); past it the kernel ends the check and its status is ``limit``.
-        disk_mib: size of the jail's private ``/tmp`` (which holds ``HOME``), in MiB: past
-            it a write fails with ``ENOSPC``. Its pages also count against ``memory_mib``.
+        disk_mib: what a check may write in all, in MiB: its edits and new files in its
+            private copy, ``/tmp`` (which holds ``HOME``) and ``/dev/shm`` together, on a
+            tmpfs of its own (``verify/_disk.py``; where Flow cannot mount one, ``/tmp`` and
+            ``/dev/shm`` each); past it a write fails with ``ENOSPC`` and a check that ends
+            with it full has status ``limit``. Its pages also count against ``memory_mib``.
         cpus: how many CPUs' worth of time the check's processes together may use (a ``cpu``
             cgroup quota; fractions allowed); 0 (default): all CPUs but one, at least one.
+        cpu_seconds: CPU time, in seconds, all the check's processes together may use (a
+            ``cpuacct`` cgroup v1 or cgroup v2 ``cpu.stat``, read every 0.1 s); past it the
+            check is ended with status ``limit``. 0 (default): no total beyond what ``cpus``
+            and the check's ``timeout`` allow (at most ``cpus`` times the timeout).
 
         check_uid / check_gid: when Flow runs as root, the unprivileged user and group a
             jailed check runs as (default 65533, an id no distribution gives out); the private
@@ -93,6 +101,7 @@ class SandboxConfig(BaseModel):
     memory_mib: int = Field(default=4096, ge=64)
     disk_mib: int = Field(default=1024, ge=16)
     cpus: float = Field(default=0.0, ge=0.0)
+    cpu_seconds: float = Field(default=0.0, ge=0.0)
     check_uid: int = Field(default=65533, ge=1, le=4_294_967_294)
     check_gid: int = Field(default=65533, ge=1, le=4_294_967_294)
 
@@ -133,7 +142,7 @@ class SandboxConfig(BaseModel):
                 )
         return tuple(os.path.normpath(p) for p in v)
 
-    @field_validator("cpus", mode="before")
+    @field_validator("cpus", "cpu_seconds", mode="before")
     @classmethod
     def _cpus_number(cls, v: Any) -> Any:
         # TOML writes 2 as an integer; strict mode would refuse it for a float.

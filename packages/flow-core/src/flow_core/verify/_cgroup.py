@@ -11,7 +11,10 @@ it. Under Flow's own cgroup in each hierarchy Flow makes ``flow-check-PID-XXXX``
   accounting exists), v2 ``memory.max`` and ``memory.swap.max = 0``, from
   ``sandbox.memory_mib``;
 - ``cpu``: v1 ``cpu.cfs_quota_us``/``cpu.cfs_period_us``, v2 ``cpu.max``, from
-  ``sandbox.cpus`` (the check's processes together get at most that many CPUs' time).
+  ``sandbox.cpus`` (the check's processes together get at most that many CPUs' time);
+- ``cpuacct`` (only with ``sandbox.cpu_seconds``): nothing is written; v1 ``cpuacct.usage`` or
+  v2 ``cpu.stat`` (present in every v2 cgroup) is read by ``CheckCgroup.cpu_seconds``, and the
+  jail ends the check once it passes the budget (``verify/_sandbox.py``, ``Jail.started``).
 
 Afterwards :meth:`CheckCgroup.hit` reads the controllers' event counters (``oom_kill`` of
 ``memory.oom_control``/``memory.events``, ``max`` of ``pids.events``) and names the limits
@@ -33,7 +36,12 @@ __all__ = ["CheckCgroup", "cgroup_parents", "make_cgroup"]
 _MIB = 1024 * 1024
 _PERIOD_US = 100_000
 #: The controllers a check's cgroup uses, with the config key each enforces.
-CONTROLLERS: dict[str, str] = {"pids": "processes", "memory": "memory_mib", "cpu": "cpus"}
+CONTROLLERS: dict[str, str] = {
+    "pids": "processes",
+    "memory": "memory_mib",
+    "cpu": "cpus",
+    "cpuacct": "cpu_seconds",
+}
 
 
 def _mounts() -> tuple[dict[str, str], str | None]:
@@ -81,7 +89,10 @@ def cgroup_parents() -> tuple[dict[str, tuple[str, int]], dict[str, str]]:
                 missing[controller] = f"{parent} is not writable"
         elif v2 is not None and own_v2 is not None:
             parent = os.path.normpath(v2 + "/" + own_v2)
-            refused = _delegate_v2(parent, controller, own_v2 == "/")
+            if controller == "cpuacct":  # v2 counts CPU time in every cgroup (cpu.stat)
+                refused = None if os.access(parent, os.W_OK) else f"{parent} is not writable"
+            else:
+                refused = _delegate_v2(parent, controller, own_v2 == "/")
             if refused is None:
                 found[controller] = (parent, 2)
             else:
@@ -137,6 +148,20 @@ class CheckCgroup:
                 out.append("processes")
         return out
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time the check's processes have used so far, in seconds (v1 ``cpuacct.usage``,
+        v2 ``cpu.stat`` ``usage_usec``), or None where no cgroup counts it."""
+        for path, version, controllers in self._dirs:
+            if "cpuacct" not in controllers:
+                continue
+            if version == 2:
+                return _counter(os.path.join(path, "cpu.stat"), "usage_usec") / 1e6
+            try:
+                return int(Path(path, "cpuacct.usage").read_text().strip()) / 1e9
+            except (OSError, ValueError):
+                return None
+        return None
+
     def close(self) -> None:
         """Close the descriptors and remove the cgroups (bounded wait while they empty)."""
         for fd in self.procs_fds:
@@ -169,6 +194,8 @@ def _limit_files(controller: str, version: int, value: float) -> list[tuple[str,
             swap = "memory.memsw.limit_in_bytes"
             return [("memory.limit_in_bytes", size, True), (swap, size, False)]
         return [("memory.max", size, True), ("memory.swap.max", "0", False)]
+    if controller == "cpuacct":
+        return []  # nothing to write: the usage is read (CheckCgroup.cpu_seconds)
     quota = str(max(1000, int(value * _PERIOD_US)))
     if version == 1:
         return [("cpu.cfs_period_us", str(_PERIOD_US), True), ("cpu.cfs_quota_us", quota, True)]
@@ -180,7 +207,8 @@ def make_cgroup(values: dict[str, float]) -> CheckCgroup:
 
     Args:
         values: ``{controller: limit}``: ``pids`` (processes), ``memory`` (MiB), ``cpu``
-            (CPUs, fractional allowed); a controller left out is not limited.
+            (CPUs, fractional allowed), ``cpuacct`` (CPU seconds: counted, enforced by the
+            caller); a controller left out is not limited.
 
     Returns:
         A :class:`CheckCgroup`; what could not be enforced is in ``missing``.
@@ -194,7 +222,7 @@ def make_cgroup(values: dict[str, float]) -> CheckCgroup:
         else:
             group.missing[CONTROLLERS[controller]] = missing.get(controller, "unavailable")
     for (parent, version), controllers in by_parent.items():
-        _sweep_once(parent)
+        sweep_once(parent, "flow-check-", _rmdir)
         try:
             path = tempfile.mkdtemp(prefix=f"flow-check-{os.getpid()}-", dir=parent)
         except OSError as err:
@@ -221,31 +249,37 @@ def make_cgroup(values: dict[str, float]) -> CheckCgroup:
     return group
 
 
-_SWEPT: set[str] = set()
+_SWEPT: set[tuple[str, str]] = set()
 _SWEEP_LOCK = threading.Lock()
 
 
-def _sweep_once(parent: str) -> None:
-    """Remove empty ``flow-check-PID-*`` cgroups whose Flow process is gone (once per process).
+def sweep_once(parent: str, prefix: str, remove: Callable[[str], None]) -> None:
+    """Call ``remove`` on each ``PREFIX-PID-*`` folder in ``parent`` whose Flow process is gone
+    (once per process and ``(parent, prefix)``).
 
-    A Flow killed with SIGKILL cannot remove the cgroups of the check it was running.
+    A Flow killed with SIGKILL cannot remove what it made for the check it was running (a
+    cgroup here, a tmpfs in ``verify/_disk.py``).
     """
     with _SWEEP_LOCK:
-        if parent in _SWEPT:
+        if (parent, prefix) in _SWEPT:
             return
-        _SWEPT.add(parent)
+        _SWEPT.add((parent, prefix))
     with contextlib.suppress(OSError):
         for name in os.listdir(parent):
-            owner = name.split("-")[2] if name.startswith("flow-check-") else ""
+            owner = name[len(prefix) :].split("-")[0] if name.startswith(prefix) else ""
             if not owner.isdigit() or int(owner) == os.getpid():
                 continue
             try:
                 os.kill(int(owner), 0)
             except ProcessLookupError:
-                with contextlib.suppress(OSError):
-                    os.rmdir(os.path.join(parent, name))  # fails while not empty
+                remove(os.path.join(parent, name))
             except PermissionError:
                 continue
+
+
+def _rmdir(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)  # fails while not empty
 
 
 def _remove(path: str) -> None:

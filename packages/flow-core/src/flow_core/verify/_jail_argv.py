@@ -227,6 +227,7 @@ def bwrap_argv(
     tree: str | None = None,
     seccomp_fd: int = -1,
     identity_fds: Sequence[int] = (),
+    scratch: tuple[str, str] | None = None,
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring).
 
@@ -235,7 +236,9 @@ def bwrap_argv(
     workspace itself. ``user`` decides the privilege flags and the ``setpriv`` prefix;
     ``seccomp_fd`` (``verify/_seccomp.py``), when not -1, is passed as ``--seccomp``;
     ``identity_fds`` (``_jail_root.data_fds`` of ``identity_files``) become ``/etc/passwd``
-    and ``/etc/group``.
+    and ``/etc/group``. ``scratch`` (``verify/_disk.py``: folders on the check's own tmpfs)
+    are bound at ``/tmp`` and ``/dev/shm``; without it those are bubblewrap tmpfs of
+    ``disk_mib`` each.
     """
     who = user or CheckUser(None, None, None)
     needed = _needed(argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
@@ -248,8 +251,9 @@ def bwrap_argv(
     for fd, name in zip(identity_fds, ("/etc/passwd", "/etc/group"), strict=False):
         out += ["--perms", "0644", "--ro-bind-data", str(fd), name]
     size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
-    for place in (TMP, SHM):
-        out += ["--perms", "1777", *size, "--tmpfs", place]
+    for i, place in enumerate((TMP, SHM)):
+        mount = ["--bind", scratch[i]] if scratch else ["--perms", "1777", *size, "--tmpfs"]
+        out += [*mount, place]
     out += ["--perms", "0755", "--dir", "/var", "--symlink", "../tmp", VAR_TMP]
     made.add("/var")
     shown = [s for s in SYSTEM if os.path.exists(s)] + ["/dev", "/proc"]

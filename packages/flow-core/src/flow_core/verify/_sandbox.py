@@ -39,7 +39,11 @@ starts inherit them; without a jail they are set in a ``preexec_fn``. ``RLIMIT_C
 ``RLIMIT_AS``, ``RLIMIT_NOFILE``. The process count uses a ``pids`` cgroup (cgroup v1 ``pids``
 hierarchy, or the root of a cgroup v2 hierarchy with ``pids`` enabled), because
 ``RLIMIT_NPROC`` is not enforced for root; where no such cgroup can be created the result
-says so in ``sandbox_reason``.
+says so in ``sandbox_reason``. ``sandbox.cpu_seconds`` is a total: a thread reads the
+cgroup's CPU time every 0.1 s and ends the check past it (``verify/_jail.py``, ``Jail._watch_cpu``).
+Everything a jailed check writes lies on its own tmpfs of ``disk_mib`` beyond its copy
+(``verify/_disk.py``) where Flow may mount one; the results folder (``writable``) is bounded
+per file only.
 
 The environment is rebuilt from ``sandbox.env`` (default ``PATH LANG LC_* TERM TZ``), with
 ``HOME`` an empty private directory. ``mode = "auto"`` without a usable bubblewrap still
@@ -50,23 +54,22 @@ reports ``sandbox: "none"`` with the reason. ``mode = "off"`` applies nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import resource
-import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from flow_core._errors import ConfigError
 from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._cgroup import CheckCgroup, cgroup_parents, make_cgroup
+from flow_core.verify._disk import make_disk
+from flow_core.verify._jail import Jail
 from flow_core.verify._jail_argv import (
     JAIL_HOME,
     TMP,
@@ -93,8 +96,6 @@ __all__ = [
 BWRAP_PACKAGE = "bubblewrap"
 #: Seconds the probe command may take.
 _PROBE_TIMEOUT_S = 10.0
-#: Seconds to wait for bubblewrap's ``--info-fd`` report after it started.
-_INFO_TIMEOUT_S = 5.0
 _MIB = 1024 * 1024
 
 
@@ -164,116 +165,6 @@ def probe_bwrap(path_env: str | None = None, user: CheckUser | None = None) -> P
         return probe
 
 
-@dataclass
-class Jail:
-    """What ``run_check`` starts for one check, and what it cleans up afterwards.
-
-    Attributes:
-        kind: ``"bwrap"`` or ``"none"`` (reported as ``CheckResult.sandbox``).
-        reason: why ``"none"``, or what the jail lacks (``CheckResult.sandbox_reason``).
-        argv / executable / env: for ``subprocess.Popen`` (``env`` None: Flow's own).
-        preexec: runs in the child before ``exec`` (limits, cgroup), or None.
-        pass_fds: descriptors the child keeps (bubblewrap's ``--info-fd`` and ``--block-fd``).
-        info_fd: read end of the ``--info-fd`` pipe, or -1.
-        block_fd: write end of the ``--block-fd`` pipe, or -1: bubblewrap's pid 1 waits on it
-            before it starts the check, so the limits and the cgroup are in place first.
-        limits: ``(resource, value)`` pairs applied with ``prlimit`` to the jail's pid 1.
-        cgroup: the check's cgroups (``verify/_cgroup.py``: processes, memory, CPU), or None.
-    """
-
-    kind: SandboxKind
-    reason: str | None
-    argv: list[str]
-    executable: str
-    env: dict[str, str] | None = None
-    preexec: Callable[[], None] | None = None
-    pass_fds: tuple[int, ...] = ()
-    info_fd: int = -1
-    block_fd: int = -1
-    limits: list[tuple[int, int]] = field(default_factory=list)
-    cgroup: CheckCgroup | None = None
-    _cleanups: list[Callable[[], None]] = field(default_factory=list)
-
-    def started(self, kill: Callable[[], None]) -> int | None:
-        """After ``Popen``: limit the jail's pid 1 and let it run the check; return its pid.
-
-        Reads bubblewrap's ``--info-fd`` JSON (waiting at most ``_INFO_TIMEOUT_S``), applies
-        the rlimits to pid 1 with ``prlimit`` and moves it into the ``pids`` cgroup while it
-        waits on ``--block-fd``, then releases it: what the check starts inherits both. No
-        ``preexec_fn`` is needed, so ``Popen`` can use ``vfork``, and the cgroup move overlaps
-        bubblewrap's own setup. When any of it fails, ``kill`` ends the jail before the check
-        runs unlimited, and ``reason`` says why.
-
-        Returns:
-            The host pid of the jail's pid 1, or None (no jail, or it could not be limited).
-        """
-        pid = self._read_info()
-        if self.block_fd < 0:
-            return pid
-        try:
-            if pid is None:
-                raise OSError("bubblewrap reported no pid")
-            for res, value in self.limits:
-                resource.prlimit(pid, res, (value, value))
-            if self.cgroup is not None:
-                self.cgroup.join(pid)
-            os.write(self.block_fd, b"1")
-        except OSError as err:
-            # Kill before anything unblocks pid 1: the pipe stays open until close().
-            if pid is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            kill()
-            note = f"the jail was ended before the check ran: limits not applied ({err})"
-            self.reason = note if self.reason is None else f"{self.reason}; {note}"
-            return None
-        os.close(self.block_fd)
-        self.block_fd = -1
-        return pid
-
-    def limits_hit(self) -> list[str]:
-        """The ``[sandbox]`` keys of the whole-check limits the check ran into (call before
-        ``close``): ``memory_mib``, ``processes``."""
-        return self.cgroup.hit() if self.cgroup is not None else []
-
-    def _read_info(self) -> int | None:
-        """Close the child's ends; parse ``child-pid`` from bubblewrap's ``--info-fd``."""
-        for fd in self.pass_fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.pass_fds = ()
-        if self.info_fd < 0:
-            return None
-        data = b""
-        poller = select.poll()
-        poller.register(self.info_fd, select.POLLIN)
-        try:
-            while b"}" not in data and poller.poll(int(_INFO_TIMEOUT_S * 1000)):
-                chunk = os.read(self.info_fd, 4096)
-                if not chunk:
-                    break
-                data += chunk
-        finally:
-            os.close(self.info_fd)
-            self.info_fd = -1
-        try:
-            pid = json.loads(data.decode()).get("child-pid")
-        except (ValueError, UnicodeDecodeError, AttributeError):
-            return None
-        return pid if isinstance(pid, int) and pid > 0 else None
-
-    def close(self) -> None:
-        """Release what the jail held (pipes, private HOME, cgroup); never raises."""
-        for fd in (*self.pass_fds, self.info_fd, self.block_fd):
-            if fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-        self.pass_fds, self.info_fd, self.block_fd = (), -1, -1
-        while self._cleanups:
-            with contextlib.suppress(Exception):
-                self._cleanups.pop()()
-
-
 def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxStatus:
     """What ``flow status`` reports under ``sandbox`` (runs the bubblewrap probe once)."""
     user = check_user(cfg, _search_path(path_env))
@@ -291,7 +182,11 @@ def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxSt
         no_filter = seccomp_program(cfg.network)[1]
         notes += [f"warning: no seccomp filter: {no_filter}"] if no_filter else []
         missing = cgroup_parents()[1]
-        notes += [f"{_UNBOUND[c]}: {why}" for c, why in missing.items()]
+        notes += [
+            f"{_UNBOUND[c]}: {why}"
+            for c, why in missing.items()
+            if c != "cpuacct" or cfg.cpu_seconds > 0
+        ]
         reason = "; ".join(notes) or None
     return SandboxStatus(
         mode=cfg.mode, usable=probe.usable, runs_as=runs_as, network=cfg.network, reason=reason
@@ -448,9 +343,23 @@ def _bwrap_jail(
         OSError: the private copy could not be made (nothing is left behind).
     """
     plan = plan_workspace(workspace)
-    tree = build_tree(workspace, plan.files, owner=user.owner, mount_points=plan.read_only)
+    disk, no_disk = make_disk(workspace)
+    try:
+        tree = build_tree(
+            workspace,
+            plan.files,
+            owner=user.owner,
+            mount_points=plan.read_only,
+            parent=disk.tree if disk is not None else None,
+        )
+    except BaseException:
+        if disk is not None:
+            disk.close()
+        raise
     opened: list[int] = []
     try:
+        if disk is not None:
+            disk.bound(cfg.disk_mib)
         owner = user.owner
         for folder in writable:
             if owner is not None:
@@ -469,6 +378,8 @@ def _bwrap_jail(
             with contextlib.suppress(OSError):
                 os.close(fd)
         tree.close()
+        if disk is not None:
+            disk.close()
         raise
     cmd = bwrap_argv(
         bwrap,
@@ -484,9 +395,11 @@ def _bwrap_jail(
         tree=tree.root,
         seccomp_fd=filter_fd,
         identity_fds=identity,
+        scratch=(disk.tmp, disk.shm) if disk is not None else None,
     )
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
+    notes += [f"{_UNBOUND['disk_mib']}: {no_disk}"] if no_disk else []
     jail = Jail(
         "bwrap",
         "; ".join(notes) or None,
@@ -496,7 +409,10 @@ def _bwrap_jail(
         pass_fds=(write_fd, block_r, *identity, *([filter_fd] if filter_fd >= 0 else [])),
         info_fd=read_fd,
         block_fd=block_w,
+        disk=disk,
     )
+    if disk is not None:
+        jail._cleanups.append(disk.close)
     jail._cleanups.append(tree.close)
     return jail
 
@@ -511,9 +427,15 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
         None when every whole-check limit is enforced, else what is not and why.
     """
     jailed = 1 if jail.block_fd >= 0 else 0  # bubblewrap's pid 1 is in the cgroup too
-    group = make_cgroup(
-        {"pids": cfg.processes + jailed, "memory": cfg.memory_mib, "cpu": cfg.cpu_limit()}
-    )
+    values: dict[str, float] = {
+        "pids": cfg.processes + jailed,
+        "memory": cfg.memory_mib,
+        "cpu": cfg.cpu_limit(),
+    }
+    if cfg.cpu_seconds > 0:
+        values["cpuacct"] = cfg.cpu_seconds
+        jail.cpu_budget_s = cfg.cpu_seconds
+    group = make_cgroup(values)
     jail._cleanups.append(group.close)
     if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
         jail.limits, jail.cgroup = _limit_values(cfg), group
@@ -531,4 +453,7 @@ _UNBOUND = {
     "memory": "memory not bounded",
     "cpus": "CPU not bounded",
     "cpu": "CPU not bounded",
+    "cpu_seconds": "CPU time not bounded",
+    "cpuacct": "CPU time not bounded",
+    "disk_mib": "disk bounded for /tmp only, not the private copy",
 }

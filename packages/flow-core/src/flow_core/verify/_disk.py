@@ -1,0 +1,154 @@
+"""A check's own disk: one tmpfs per check holds everything it can write.
+
+``docs/architecture.md``, "Sandbox" (whole-check limits). When Flow may mount (root, with
+``CAP_SYS_ADMIN`` in its mount namespace: where bubblewrap jails as root, it may), each
+jailed check gets a tmpfs mounted at a fresh ``flow-disk-PID-XXXXXXXX`` folder in the system
+temporary folder, holding:
+
+- ``tree/``: the parent of the check's private copy of the workspace (``verify/_tree.py``);
+- ``tmp/`` and ``shm/``: bound at ``/tmp`` (with ``HOME`` in it) and ``/dev/shm`` in the jail.
+
+Once the copy is made, the tmpfs is resized to what the copy uses plus ``sandbox.disk_mib``,
+so everything the check writes (edits of its copy, new files there, ``/tmp``, ``HOME``,
+``/dev/shm``) stops together with ``ENOSPC`` at ``disk_mib``. ``CheckDisk.full`` after the
+check says whether it ran into that bound (less than ``FULL_BYTES`` left): the check's status
+is then ``limit`` naming ``disk_mib``. ``CheckDisk.close`` unmounts (lazily: the jail's last
+process may still be going) and removes the folder; a Flow killed before that leaves it for
+the next Flow's sweep (``_cgroup.sweep_once``).
+
+Where a mount is refused (Flow not root, a container without ``CAP_SYS_ADMIN``) there is no
+``CheckDisk``: the jail's ``/tmp`` and ``/dev/shm`` are then bubblewrap tmpfs of ``disk_mib``
+each and the copy lies in the system temporary folder, bounded only per file
+(``file_size_mib``); the check's ``sandbox_reason`` says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import tempfile
+from dataclasses import dataclass
+
+from flow_core.verify._cgroup import sweep_once
+
+__all__ = ["FULL_BYTES", "CheckDisk", "make_disk"]
+
+#: Free space below which the check is taken to have run into ``disk_mib`` (a write that
+#: failed with ``ENOSPC`` leaves less than a page).
+FULL_BYTES = 1024 * 1024
+_MIB = 1024 * 1024
+_MS_NOSUID = 0x2
+_MS_NODEV = 0x4
+_MS_REMOUNT = 0x20
+_MNT_DETACH = 0x2
+_PREFIX = "flow-disk-"
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _mount(target: str, flags: int, options: str) -> None:
+    """``mount("tmpfs", target, "tmpfs", flags, options)``; raises OSError."""
+    libc = _libc()
+    if libc is None:
+        raise OSError("the C library cannot be loaded")
+    rc = libc.mount(b"tmpfs", os.fsencode(target), b"tmpfs", flags, options.encode())
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), target)
+
+
+def _unmount(target: str) -> None:
+    libc = _libc()
+    if libc is not None:
+        libc.umount2(os.fsencode(target), _MNT_DETACH)
+
+
+@dataclass
+class CheckDisk:
+    """One check's tmpfs (see the module docstring).
+
+    Attributes:
+        root: the mount point (a host folder).
+        tree / tmp / shm: its ``tree/`` (parent of the private copy), ``tmp/`` and ``shm/``.
+    """
+
+    root: str
+
+    @property
+    def tree(self) -> str:
+        return os.path.join(self.root, "tree")
+
+    @property
+    def tmp(self) -> str:
+        return os.path.join(self.root, "tmp")
+
+    @property
+    def shm(self) -> str:
+        return os.path.join(self.root, "shm")
+
+    def _usage(self) -> tuple[int, int]:
+        """``(used bytes, free bytes)`` of the tmpfs."""
+        st = os.statvfs(self.root)
+        return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_bavail * st.f_frsize
+
+    def bound(self, disk_mib: int) -> None:
+        """Resize the tmpfs to what it holds now (the copy) plus ``disk_mib``; raises OSError."""
+        used, _ = self._usage()
+        size = used + disk_mib * _MIB
+        _mount(self.root, _MS_REMOUNT | _MS_NOSUID | _MS_NODEV, f"size={size},mode=0755")
+
+    def full(self) -> bool:
+        """Whether less than ``FULL_BYTES`` is left (call after the check, before ``close``)."""
+        try:
+            return self._usage()[1] < FULL_BYTES
+        except OSError:
+            return False
+
+    def close(self) -> None:
+        """Unmount (lazily) and remove the mount point; never raises."""
+        _unmount(self.root)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.root)
+
+
+def make_disk(workspace: str) -> tuple[CheckDisk | None, str | None]:
+    """Mount a fresh tmpfs for one check (no size bound yet: ``CheckDisk.bound`` sets it).
+
+    Args:
+        workspace: the workspace root (the tmpfs is never made inside it).
+
+    Returns:
+        ``(disk, None)``, or ``(None, why)`` when Flow may not mount here. Never raises.
+    """
+    if os.geteuid() != 0:
+        return None, "Flow is not root, so it cannot mount a tmpfs for the check"
+    base = tempfile.gettempdir()
+    if (os.path.realpath(base) + "/").startswith(workspace.rstrip("/") + "/"):
+        return None, f"the temporary folder {base} lies inside the workspace"
+    sweep_once(base, _PREFIX, lambda path: CheckDisk(path).close())
+    try:
+        root = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=base)
+    except OSError as err:
+        return None, f"cannot make a folder in {base} ({err.strerror or err})"
+    try:
+        _mount(root, _MS_NOSUID | _MS_NODEV, "mode=0755")
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            os.rmdir(root)
+        return None, f"cannot mount a tmpfs ({err.strerror or err})"
+    disk = CheckDisk(root)
+    try:
+        os.mkdir(disk.tree, 0o700)
+        for folder in (disk.tmp, disk.shm):
+            os.mkdir(folder)
+            os.chmod(folder, 0o1777)  # noqa: S103 - a /tmp: sticky and shared, as any
+    except OSError as err:
+        disk.close()
+        return None, f"cannot prepare the check's tmpfs ({err.strerror or err})"
+    return disk, None

@@ -1,0 +1,177 @@
+"""What ``run_check`` starts for one jailed check, and what it cleans up afterwards.
+
+``verify/_sandbox.py`` (``prepare_jail``) builds a ``Jail``; ``verify/_checks.py`` starts its
+argv, calls ``Jail.started`` once the process exists (the limits, the cgroup, the CPU-time
+watch; ``docs/architecture.md``, "Sandbox"), reads ``Jail.limits_hit`` after the check and
+calls ``Jail.close``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import resource
+import select
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from flow_core._report import SandboxKind
+from flow_core.verify._cgroup import CheckCgroup
+from flow_core.verify._disk import CheckDisk
+
+__all__ = ["Jail"]
+
+#: Seconds to wait for bubblewrap's ``--info-fd`` report after it started.
+_INFO_TIMEOUT_S = 5.0
+#: Seconds between two reads of a check's CPU time (``sandbox.cpu_seconds``).
+_CPU_POLL_S = 0.1
+
+
+@dataclass
+class Jail:
+    """What ``run_check`` starts for one check, and what it cleans up afterwards.
+
+    Attributes:
+        kind: ``"bwrap"`` or ``"none"`` (reported as ``CheckResult.sandbox``).
+        reason: why ``"none"``, or what the jail lacks (``CheckResult.sandbox_reason``).
+        argv / executable / env: for ``subprocess.Popen`` (``env`` None: Flow's own).
+        preexec: runs in the child before ``exec`` (limits, cgroup), or None.
+        pass_fds: descriptors the child keeps (bubblewrap's ``--info-fd`` and ``--block-fd``).
+        info_fd: read end of the ``--info-fd`` pipe, or -1.
+        block_fd: write end of the ``--block-fd`` pipe, or -1: bubblewrap's pid 1 waits on it
+            before it starts the check, so the limits and the cgroup are in place first.
+        limits: ``(resource, value)`` pairs applied with ``prlimit`` to the jail's pid 1.
+        cgroup: the check's cgroups (``verify/_cgroup.py``: processes, memory, CPU), or None.
+        disk: the check's own tmpfs (``verify/_disk.py``: its copy, ``/tmp``, ``/dev/shm``),
+            or None.
+        cpu_budget_s: ``sandbox.cpu_seconds`` (0: none); ``cpu_over`` is set when the check
+            used more and was ended for it.
+    """
+
+    kind: SandboxKind
+    reason: str | None
+    argv: list[str]
+    executable: str
+    env: dict[str, str] | None = None
+    preexec: Callable[[], None] | None = None
+    pass_fds: tuple[int, ...] = ()
+    info_fd: int = -1
+    block_fd: int = -1
+    limits: list[tuple[int, int]] = field(default_factory=list)
+    cgroup: CheckCgroup | None = None
+    disk: CheckDisk | None = None
+    cpu_budget_s: float = 0.0
+    cpu_over: bool = False
+    _cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    def started(self, kill: Callable[[], None]) -> int | None:
+        """After ``Popen``: limit the jail's pid 1 and let it run the check; return its pid.
+
+        Reads bubblewrap's ``--info-fd`` JSON (waiting at most ``_INFO_TIMEOUT_S``), applies
+        the rlimits to pid 1 with ``prlimit`` and moves it into the ``pids`` cgroup while it
+        waits on ``--block-fd``, then releases it: what the check starts inherits both. No
+        ``preexec_fn`` is needed, so ``Popen`` can use ``vfork``, and the cgroup move overlaps
+        bubblewrap's own setup. When any of it fails, ``kill`` ends the jail before the check
+        runs unlimited, and ``reason`` says why.
+
+        Returns:
+            The host pid of the jail's pid 1, or None (no jail, or it could not be limited).
+        """
+        pid = self._read_info()
+        if self.cpu_budget_s > 0 and self.cgroup is not None:
+            self._watch_cpu(self.cgroup, kill)
+        if self.block_fd < 0:
+            return pid
+        try:
+            if pid is None:
+                raise OSError("bubblewrap reported no pid")
+            for res, value in self.limits:
+                resource.prlimit(pid, res, (value, value))
+            if self.cgroup is not None:
+                self.cgroup.join(pid)
+            os.write(self.block_fd, b"1")
+        except OSError as err:
+            # Kill before anything unblocks pid 1: the pipe stays open until close().
+            if pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            kill()
+            note = f"the jail was ended before the check ran: limits not applied ({err})"
+            self.reason = note if self.reason is None else f"{self.reason}; {note}"
+            return None
+        os.close(self.block_fd)
+        self.block_fd = -1
+        return pid
+
+    def _watch_cpu(self, group: CheckCgroup, kill: Callable[[], None]) -> None:
+        """Read the check's CPU time every ``_CPU_POLL_S``; past the budget, ``kill`` it.
+
+        The kernel has no total CPU-time limit for a group of processes (``RLIMIT_CPU`` is
+        per process, a ``cpu`` quota is a rate), so the cgroup's usage is polled; the check
+        may overrun by up to one interval times the CPUs it has.
+        """
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.wait(_CPU_POLL_S):
+                used = group.cpu_seconds()
+                if used is not None and used > self.cpu_budget_s:
+                    self.cpu_over = True
+                    kill()
+                    return
+
+        thread = threading.Thread(target=watch, name="flow-cpu-budget", daemon=True)
+        thread.start()
+
+        def end() -> None:
+            stop.set()
+            thread.join(1.0)
+
+        self._cleanups.append(end)
+
+    def limits_hit(self) -> list[str]:
+        """The ``[sandbox]`` keys of the whole-check limits the check ran into (call before
+        ``close``): ``memory_mib``, ``processes``, ``cpu_seconds``, ``disk_mib``."""
+        hit = self.cgroup.hit() if self.cgroup is not None else []
+        hit += ["cpu_seconds"] if self.cpu_over else []
+        return hit + (["disk_mib"] if self.disk is not None and self.disk.full() else [])
+
+    def _read_info(self) -> int | None:
+        """Close the child's ends; parse ``child-pid`` from bubblewrap's ``--info-fd``."""
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pass_fds = ()
+        if self.info_fd < 0:
+            return None
+        data = b""
+        poller = select.poll()
+        poller.register(self.info_fd, select.POLLIN)
+        try:
+            while b"}" not in data and poller.poll(int(_INFO_TIMEOUT_S * 1000)):
+                chunk = os.read(self.info_fd, 4096)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(self.info_fd)
+            self.info_fd = -1
+        try:
+            pid = json.loads(data.decode()).get("child-pid")
+        except (ValueError, UnicodeDecodeError, AttributeError):
+            return None
+        return pid if isinstance(pid, int) and pid > 0 else None
+
+    def close(self) -> None:
+        """Release what the jail held (pipes, private HOME, cgroup); never raises."""
+        for fd in (*self.pass_fds, self.info_fd, self.block_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pass_fds, self.info_fd, self.block_fd = (), -1, -1
+        while self._cleanups:
+            with contextlib.suppress(Exception):
+                self._cleanups.pop()()
