@@ -77,20 +77,33 @@ def _once(cfg: FlowConfig) -> float:
 
 
 def _bwrap_alone(ws: Path, argv: list[str]) -> list[str]:
-    """The jail's bubblewrap command line without Flow's descriptors (info, block, seccomp),
-    binding the workspace itself where the jail binds its (by then removed) private copy."""
+    """The jail's bubblewrap command line without Flow's descriptors (info, block, seccomp,
+    the generated passwd/group), binding the workspace itself where the jail binds its (by
+    then removed) private copy and a tmpfs where it binds folders of the check's own disk."""
     jail = _sandbox.prepare_jail(argv[0], argv, _config(ws, argv, "auto").sandbox, workspace=ws)
     try:
         cmd = list(jail.argv)
     finally:
         jail.close()
-    for flag in ("--info-fd", "--block-fd", "--seccomp"):
-        if flag in cmd:
-            i = cmd.index(flag)
-            del cmd[i : i + 2]
-    i = cmd.index("--bind")
-    cmd[i + 1] = str(ws)
-    return cmd
+    out: list[str] = []
+    i = 0
+    while i < len(cmd):
+        word = cmd[i]
+        if word in ("--info-fd", "--block-fd", "--seccomp"):
+            i += 2
+        elif word == "--ro-bind-data":
+            del out[-2:]  # its --perms
+            i += 3
+        elif word == "--bind" and cmd[i + 2] == str(ws.resolve()):
+            out += ["--bind", str(ws), cmd[i + 2]]
+            i += 3
+        elif word == "--bind" and not Path(cmd[i + 1]).exists():
+            out += ["--perms", "1777", "--tmpfs", cmd[i + 2]]
+            i += 3
+        else:
+            out.append(word)
+            i += 1
+    return out
 
 
 def _measure(ws: Path, argv: list[str], rounds: int, alone: bool = False) -> dict[str, Any]:
