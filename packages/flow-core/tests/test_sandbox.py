@@ -399,3 +399,33 @@ def test_the_jail_root_is_minimal_and_names_only_its_users(jail_ok: None, ws: Pa
     assert "/tmp/.flow-home" in result.output_tail
     assert "users 3" in result.output_tail or "users 2" in result.output_tail
     assert "resolv False" in result.output_tail
+
+
+_CACHE = (
+    "import os\nos.makedirs('.mypy_cache', exist_ok=True)\n"
+    "print('found', sorted(os.listdir('.mypy_cache')))\n"
+    "open('.mypy_cache/seen', 'a').write('x')"
+)
+
+
+def test_named_caches_are_kept_across_checks_outside_the_users_tree(
+    jail_ok: None, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    first = _run(_config(ws, _CACHE))
+    second = _run(_config(ws, _CACHE))
+    assert "found []" in first.output_tail
+    assert "found []" in second.output_tail  # not configured: every check starts empty
+    kept = [_run(_config(ws, _CACHE, caches=[".mypy_cache"])) for _ in range(2)]
+    assert "found []" in kept[0].output_tail, kept[0].output_tail
+    assert "found ['seen']" in kept[1].output_tail, kept[1].output_tail
+    assert "sandbox.caches" in (kept[1].sandbox_reason or "")
+    assert ".mypy_cache" in (kept[1].sandbox_reason or "")
+    assert not (ws / ".mypy_cache").exists()  # never in the user's tree
+    assert list((tmp_path / "xdg-cache" / "flow" / "check-caches").rglob("seen"))
+
+
+@pytest.mark.parametrize("name", ["../up", "/abs", ".git", ".git/hooks", ".", ""])
+def test_a_cache_must_be_a_folder_of_the_workspace(name: str) -> None:
+    with pytest.raises(ValueError, match="caches"):
+        SandboxConfig.model_validate({"caches": [name]})

@@ -11,6 +11,7 @@ Example (every key optional; these are the defaults)::
     network = false
     env = ["PATH", "LANG", "LC_*", "TERM", "TZ"]
     readable = []            # extra absolute host paths made visible read-only
+    caches = []              # workspace folders kept across checks, e.g. [".pytest_cache"]
     file_size_mib = 128
     address_space_mib = 8192
     open_files = 1024
@@ -61,6 +62,13 @@ class SandboxConfig(BaseModel):
             what Flow exposes itself (the system folders, a small ``/etc`` and the check's
             toolchain: ``verify/_jail_root.py``): anything else on the host a check reads,
             such as a data folder, a tool's own config, or ``/etc/gitconfig``.
+        caches: workspace-relative folders a check may keep across checks (e.g.
+            ``.mypy_cache``); each lies in Flow's cache folder
+            (``$XDG_CACHE_HOME/flow/check-caches/<workspace>/``, ``verify/_caches.py``), never
+            in the user's tree, and is bound read-write at its place in the check's copy.
+            Off by default: what one check leaves there, the next one reads (a poisoned
+            cache can change what a later check runs), so each result names them in
+            ``sandbox_reason``. Bounded per file (``file_size_mib``), not by ``disk_mib``.
         file_size_mib: largest file a check may write, in MiB (``RLIMIT_FSIZE``).
         address_space_mib: virtual memory per process, in MiB (``RLIMIT_AS``).
         open_files: open file descriptors per process (``RLIMIT_NOFILE``).
@@ -94,6 +102,7 @@ class SandboxConfig(BaseModel):
     network: bool = False
     env: tuple[str, ...] = DEFAULT_SANDBOX_ENV
     readable: tuple[str, ...] = ()
+    caches: tuple[str, ...] = ()
     file_size_mib: int = Field(default=128, ge=1)
     address_space_mib: int = Field(default=8192, ge=256)
     open_files: int = Field(default=1024, ge=64)
@@ -105,7 +114,7 @@ class SandboxConfig(BaseModel):
     check_uid: int = Field(default=65533, ge=1, le=4_294_967_294)
     check_gid: int = Field(default=65533, ge=1, le=4_294_967_294)
 
-    @field_validator("env", "readable", mode="before")
+    @field_validator("env", "readable", "caches", mode="before")
     @classmethod
     def _list_to_tuple(cls, v: Any) -> Any:
         # TOML arrays arrive as lists; strict mode would refuse them for a tuple.
@@ -129,6 +138,28 @@ class SandboxConfig(BaseModel):
                     {"index": i, "name": repr(name)},
                 )
         return v
+
+    @field_validator("caches")
+    @classmethod
+    def _cache_folders(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        for i, name in enumerate(v):
+            norm = os.path.normpath(name) if isinstance(name, str) and name else ""
+            parts = norm.split("/")
+            if not norm or os.path.isabs(norm) or ".." in parts or norm == "." or "\0" in norm:
+                raise PydanticCustomError(
+                    "cache_folder",
+                    "caches[{index}] = {name} is not a folder path relative to the workspace",
+                    {"index": i, "name": repr(name)},
+                )
+            if parts[0] == ".git":
+                raise PydanticCustomError(
+                    "cache_folder",
+                    "caches[{index}] = {name}: .git is never a cache",
+                    {"index": i, "name": repr(name)},
+                )
+            out.append(norm)
+        return tuple(dict.fromkeys(out))
 
     @field_validator("readable")
     @classmethod

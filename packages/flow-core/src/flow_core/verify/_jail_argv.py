@@ -228,6 +228,7 @@ def bwrap_argv(
     seccomp_fd: int = -1,
     identity_fds: Sequence[int] = (),
     scratch: tuple[str, str] | None = None,
+    caches: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring).
 
@@ -238,7 +239,8 @@ def bwrap_argv(
     ``identity_fds`` (``_jail_root.data_fds`` of ``identity_files``) become ``/etc/passwd``
     and ``/etc/group``. ``scratch`` (``verify/_disk.py``: folders on the check's own tmpfs)
     are bound at ``/tmp`` and ``/dev/shm``; without it those are bubblewrap tmpfs of
-    ``disk_mib`` each.
+    ``disk_mib`` each. ``caches`` (``verify/_caches.py``: host folder, place in the copy) are
+    bound read-write over the copy, before the read-only binds.
     """
     who = user or CheckUser(None, None, None)
     needed = _needed(argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
@@ -264,6 +266,8 @@ def bwrap_argv(
             out += [*_open_parents(path, shown, made), "--ro-bind-try", path, path]
     out += ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, shown, made)]
     out += ["--bind", tree or workspace, workspace]
+    for host, place in caches:  # operator-named caches kept across checks
+        out += [*_open_parents(place, shown, made), "--bind", host, place]
     for folder in writable:  # the check's private results folder (run/_evidence.py)
         out += [*_open_parents(folder, shown, made), "--bind", folder, folder]
     out += _read_only_binds(workspace, protected)

@@ -67,6 +67,7 @@ from pathlib import Path
 from flow_core._errors import ConfigError
 from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify._caches import cache_folders
 from flow_core.verify._cgroup import CheckCgroup, cgroup_parents, make_cgroup
 from flow_core.verify._disk import make_disk
 from flow_core.verify._jail import Jail
@@ -367,6 +368,7 @@ def _bwrap_jail(
         program, no_filter = seccomp_program(cfg.network)
         filter_fd = seccomp_fd(program) if program is not None else -1
         opened += [filter_fd] if filter_fd >= 0 else []
+        caches, no_cache = cache_folders(workspace, cfg.caches, owner, environ)
         uid, gid = owner or (os.getuid(), os.getgid())
         identity = data_fds(identity_files(uid, gid, JAIL_HOME))
         opened += identity
@@ -396,10 +398,13 @@ def _bwrap_jail(
         seccomp_fd=filter_fd,
         identity_fds=identity,
         scratch=(disk.tmp, disk.shm) if disk is not None else None,
+        caches=caches,
     )
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
     notes += [f"{_UNBOUND['disk_mib']}: {no_disk}"] if no_disk else []
+    notes += [f"kept across checks (sandbox.caches): {', '.join(cfg.caches)}"] if caches else []
+    notes += [f"sandbox.caches not kept: {no_cache}"] if no_cache else []
     jail = Jail(
         "bwrap",
         "; ".join(notes) or None,
