@@ -131,3 +131,100 @@ def test_helpers() -> None:
     names = installed_top_level((sys.executable,))
     assert "pytest" in names
     assert "flow_core" in names
+
+
+@pytest.mark.parametrize(
+    ("path", "ignore"),
+    [
+        ("_build/x.py", ""),
+        ("pkg/site-packages/x.py", ""),
+        ("a/__pypackages__/x.py", ""),
+        ("foo.egg/x.py", ""),
+        ("scratch/x.py", "scratch/\n"),
+        ("deep/scratch/x.py", "scratch/\n"),
+        ("gen_x.py", "gen_*.py\n"),
+        ("src/local.py", "/src/local.py\n"),
+    ],
+)
+def test_locations_linters_skip_are_refused(ws: Workspace, path: str, ignore: str) -> None:
+    if ignore:
+        Path(ws.root, ".gitignore").write_text("# comment\n" + ignore)
+    ok, content = write(ws, path)
+    assert not ok
+    assert rule_of(content) == "lint_excluded"
+
+
+def test_an_ignore_file_with_re_included_paths_is_not_judged(ws: Workspace) -> None:
+    Path(ws.root, ".gitignore").write_text("*\n!*.py\n")
+    assert write(ws, "newfile.py")[0]
+
+
+# -- variants nobody named (each closed at the rule, not by a list entry) -------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["lib/sitecustomize/__init__.py", "usercustomize.pyc", "deep/sitecustomize.pyc"]
+)
+def test_startup_modules_in_any_form_are_refused(ws: Workspace, path: str) -> None:
+    # site imports sitecustomize/usercustomize as modules: a package or bytecode works too.
+    ok, content = write(ws, path)
+    assert not ok
+    assert rule_of(content) == "python_startup"
+
+
+@pytest.mark.parametrize("path", ["docs/notes.md", "data.json", "CHANGES.rst"])
+def test_a_heading_that_reads_like_a_declaration_outside_python_passes(
+    ws: Workspace, path: str
+) -> None:
+    ok, content = write(ws, path, "# Decoding: how the parser reads input\n")
+    assert ok, content
+
+
+@pytest.mark.parametrize("path", ["bin/tool", "tool.pyw", "stubs/calc.pyi", "run.sh"])
+def test_declarations_in_what_python_may_run_are_refused(ws: Workspace, path: str) -> None:
+    # A script without a suffix, .pyw and .pyi are Python; run.sh is, by its #! line.
+    text = "#!/usr/bin/env python3\n# -*- coding: utf-7 -*-\nX = 1\n"
+    ok, content = write(ws, path, text)
+    assert not ok
+    assert rule_of(content) == "encoding_declaration"
+
+
+@pytest.mark.parametrize(
+    ("path", "ignore"),
+    [("scratch/x.py", "**/scratch/\n"), ("a/b/scratch/x.py", "**/scratch\n")],
+)
+def test_any_folder_patterns_are_read_as_git_reads_them(
+    ws: Workspace, path: str, ignore: str
+) -> None:
+    Path(ws.root, ".gitignore").write_text(ignore)
+    ok, content = write(ws, path)
+    assert not ok
+    assert rule_of(content) == "lint_excluded"
+
+
+def test_the_repository_exclude_file_counts_and_a_link_there_is_not_followed(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    info = Path(ws.root, ".git", "info")
+    info.mkdir(parents=True)
+    (info / "exclude").write_text("private/\n")
+    ok, content = write(ws, "private/mod.py")
+    assert not ok
+    assert rule_of(content) == "lint_excluded"
+    (info / "exclude").unlink()
+    (tmp_path / "elsewhere").write_text("other/\n")
+    (info / "exclude").symlink_to(tmp_path / "elsewhere")
+    assert write(ws, "other/mod.py")[0]
+
+
+def test_installed_names_include_what_no_listing_shows(tmp_path: Path) -> None:
+    from flow_core.tools._modules import _listed_modules
+
+    site = tmp_path / "site-packages"
+    (site / "dist_x-1.0.dist-info").mkdir(parents=True)
+    (site / "dist_x-1.0.dist-info" / "top_level.txt").write_text("declared_mod\n")
+    (site / "__editable___dist_y_1_0_finder.py").write_text(
+        "import sys\nMAPPING: dict[str, str] = {'mapped_mod': '/elsewhere/mapped_mod'}\n"
+    )
+    names = _listed_modules(str(site), site_dir=True, pth={})
+    assert {"declared_mod", "mapped_mod"} <= names

@@ -145,8 +145,9 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
         ),
         "changes_what_runs": (
             "the model created a module named like a standard-library or installed module (or "
-            "one the workspace already has), declared an encoding other than UTF-8, or wrote a "
-            ".pth or sitecustomize file: each changes what an import or the interpreter runs",
+            "one the workspace already has), declared an encoding other than UTF-8, wrote a "
+            ".pth or sitecustomize file (each changes what an import or the interpreter runs), "
+            "or wrote where linters do not look (rule lint_excluded)",
             "nothing to fix in Flow: the write was refused and the run went on; the rule's "
             'reasons are in docs/architecture.md, section "Writes that change what runs"',
         ),

@@ -92,7 +92,8 @@ _FLOW_CODES: dict[str, str] = {
     "results from its runner",
     "changes_what_runs": "a write would change which code runs beyond what it shows (a module "
     "shadowing a standard-library, installed or workspace module, a non-UTF-8 encoding "
-    "declaration, a Python startup file); the message names the rule",
+    "declaration, a Python startup file) or escape the linters (a lint-excluded location); "
+    "the message names the rule",
     "edit_no_match": "edit_file's old_text occurs nowhere in the file (exact match only)",
     "edit_ambiguous": "edit_file's old_text occurs more than once; it must match exactly once",
     "search_bad_regex": "search_text's query is not a valid Python regular expression; fix "

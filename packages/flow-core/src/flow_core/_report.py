@@ -355,6 +355,11 @@ class Report(_Model):
         description="test checks whose pass rests on the exit status alone (Flow reads no "
         "results from their runner): any code that ends the runner with status 0 passes them",
     )
+    suppressions_added: list[str] = Field(
+        default_factory=list,
+        description='suppression comments the model added, "PATH:LINE: TEXT (file|line)"; a '
+        "file-level one leaves that file uncovered by lint",
+    )
     outside_changes: list[OutsideChange] = Field(
         default_factory=list,
         description="changes Flow's tools did not make; each one vetoes verification",

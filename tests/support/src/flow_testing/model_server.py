@@ -345,3 +345,29 @@ def model_servers() -> Iterator[Callable[..., FakeModelServer]]:
     finally:
         for server in started:
             server.close()
+
+
+def coder_script(
+    calls: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    plan: str = "Plan: fix the bug.",
+    approve: bool = True,
+) -> Script:
+    """A whole run's model: the planner says ``plan``; the coder (the role offered
+    ``write_file``) makes ``calls`` (``(tool name, arguments)``), one per turn, then says
+    "Done."; the reviewer (a request with a ``format``) approves, or not, as ``approve`` says.
+    """
+
+    def answer(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if request.get("format"):
+            return json.dumps({"approved": approve, "summary": "ok", "findings": []}), []
+        tools = {t["function"]["name"] for t in request.get("tools") or []}
+        if "write_file" not in tools:
+            return plan, []
+        done = sum(1 for m in request["messages"] if m["role"] == "tool")
+        if done < len(calls):
+            name, args = calls[done]
+            return "", [{"name": name, "arguments": args}]
+        return "Done.", []
+
+    return answer

@@ -37,6 +37,7 @@ from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import RoleOutcome, RunEnded, RunState
 from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
+from flow_core.verify._suppress import added_suppressions
 
 if TYPE_CHECKING:
     from flow_core._report import ReportStatus
@@ -180,6 +181,7 @@ class RunDriver:
                 freshness_equal=snapshot_equal,
                 dirty_buffers=dirty,
                 outside_changes=outside,
+                suppressed=self._suppressions(changed),
             )
         )
         state.verification = verification
@@ -193,6 +195,18 @@ class RunDriver:
             detail={"reasons": list(verification.reasons)},
         )
         return verification
+
+    def _suppressions(self, changed: Sequence[str]) -> list[str]:
+        """Suppression comments the model added to ``changed`` files, kept for the report
+        (``RunState.suppressions``); returns the files with a file-level one, which no lint
+        check covers (``verify/_suppress.py``; docs/architecture.md, "What verified means")."""
+        added = [
+            s
+            for p in changed
+            for s in added_suppressions(p, self.changes.pre.get(p), self.changes.read_disk(p))
+        ]
+        self.state.suppressions = [str(s) for s in added]
+        return sorted({s.path for s in added if s.file_level})
 
     def _review_if_due(
         self, task: str, cycle: int, coder: RoleOutcome, checks: Sequence[CheckResult]

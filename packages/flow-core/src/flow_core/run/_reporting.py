@@ -148,6 +148,7 @@ def build_report(
         baseline=list(evidence.baseline_records) if evidence is not None and is_run else [],
         warnings=evidence.guard.warnings() if evidence is not None and is_run else [],
         fixed_tests=[f"{r.name}: {t}" for r in state.final_checks for t in r.fixed_tests],
+        suppressions_added=list(state.suppressions) if is_run else [],
         outside_changes=evidence.outside_changes() if evidence is not None and is_run else [],
         tree=evidence.tree if evidence is not None and is_run else None,
         roles=dict(state.roles),

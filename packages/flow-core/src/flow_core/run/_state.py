@@ -73,6 +73,8 @@ class RunState:
     cycles: int = 0
     history: list[CycleRecord] = field(default_factory=list)
     final_checks: list[CheckResult] = field(default_factory=list)
+    #: suppression comments the model added, as of the last verification (verify/_suppress.py)
+    suppressions: list[str] = field(default_factory=list)
     verification: Verification | None = None
     journal: Journal = NULL_JOURNAL  # the run's record in the run store (``_journal``)
     max_seconds: float | None = None  # the run's wall-clock limit (``agent.max_seconds``)

@@ -6,17 +6,20 @@ this module gathers its inputs (``docs/architecture.md``, "Writes that change wh
 * the top-level module names installed where the checks import from: the site folders of
   Flow's own interpreter and of each check program's environment (the ``lib/python3*``
   folders of the prefix of the program and of the interpreter its absolute ``#!`` line
-  names), and the folders their ``.pth`` files add, read as listings, never by running
-  anything;
+  names), the folders their ``.pth`` files add, the names each distribution's
+  ``top_level.txt`` declares and the ones a setuptools editable finder maps, all read as
+  listings and text, never by running anything;
 * the workspace's top-level module names, from one listing of the tree;
 * whether a write creates a new top-level module.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import glob
 import os
+import re
 import site
 import sys
 import sysconfig
@@ -26,7 +29,13 @@ from pathlib import PurePosixPath
 from flow_core.tools._policy import module_name
 from flow_core.verify._jail_argv import _shebang
 
-__all__ = ["installed_top_level", "new_top_level", "top_level_of", "workspace_top_level"]
+__all__ = [
+    "git_exclude",
+    "installed_top_level",
+    "new_top_level",
+    "top_level_of",
+    "workspace_top_level",
+]
 
 _NOT_MODULES = (".dist-info", ".egg-info", ".data")
 
@@ -102,6 +111,8 @@ def _listed_modules(folder: str, *, site_dir: bool, pth: dict[str, None]) -> set
         if entry.endswith(".pth"):
             pth.update(dict.fromkeys(_pth_paths(full)))
         elif entry.endswith(_NOT_MODULES) or entry == "__pycache__":
+            if site_dir and entry.endswith((".dist-info", ".egg-info")):
+                names.update(_declared_top_level(os.path.join(full, "top_level.txt")))
             continue
         elif entry.isidentifier() and os.path.isdir(full):
             # Site folders hold namespace packages too; elsewhere only regular packages.
@@ -111,7 +122,39 @@ def _listed_modules(folder: str, *, site_dir: bool, pth: dict[str, None]) -> set
             name = module_name(entry)
             if name is not None:
                 names.add(name)
+            if site_dir and entry.startswith("__editable__") and entry.endswith("_finder.py"):
+                names.update(_finder_mapping(full))
     return names
+
+
+def _read_small(path: str, limit: int = 1 << 18) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(limit)
+    except OSError:
+        return ""
+
+
+def _declared_top_level(path: str) -> set[str]:
+    """The names a distribution's ``top_level.txt`` declares (setuptools writes it, editable
+    installs included, whose modules no folder listing shows)."""
+    return {n.strip() for n in _read_small(path).splitlines() if n.strip().isidentifier()}
+
+
+_MAPPING = re.compile(r"^MAPPING\b[^=\n]*=\s*(\{[^\n]*\})\s*$", re.MULTILINE)
+
+
+def _finder_mapping(path: str) -> set[str]:
+    """The module names a setuptools editable finder (``__editable___*_finder.py``) maps to
+    folders outside the site folder: the keys of its ``MAPPING`` literal, read, never run."""
+    found = _MAPPING.search(_read_small(path))
+    try:
+        mapping = ast.literal_eval(found.group(1)) if found else {}
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return set()
+    if not isinstance(mapping, dict):
+        return set()
+    return {k for k in mapping if isinstance(k, str) and k.isidentifier()}
 
 
 def _package_dirs(files: Iterable[str]) -> set[str]:
@@ -148,3 +191,24 @@ def new_top_level(path: str, exists: bool, files: Iterable[str]) -> str | None:
     if exists:
         return None
     return top_level_of(path, _package_dirs(files))
+
+
+def git_exclude(root: str, limit: int = 1 << 18) -> bytes:
+    """The repository's own ignore file ``ROOT/.git/info/exclude`` (linters obey it like a
+    ``.gitignore``), at most ``limit`` bytes; ``b""`` when absent or unreadable.
+
+    The workspace tools never open ``.git``; this reads that one file, each component opened
+    with ``O_NOFOLLOW`` so a link cannot lead the read elsewhere.
+    """
+    fds: list[int] = []
+    try:
+        fds.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY))
+        for name in (".git", "info"):
+            fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        fds.append(os.open("exclude", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fds[-1]))
+        return os.read(fds[-1], limit)
+    except OSError:
+        return b""
+    finally:
+        for fd in fds:
+            os.close(fd)

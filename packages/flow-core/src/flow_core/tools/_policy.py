@@ -22,6 +22,7 @@ import re
 import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
 from flow_core._protocols import Role
@@ -29,12 +30,16 @@ from flow_core._protocols import Role
 __all__ = [
     "EDITOR_TOOL_NAMES",
     "FILE_TOOL_NAMES",
+    "IGNORE_FILES",
+    "LINT_EXCLUDED_DIRS",
     "READ_ONLY_EDITOR_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
     "WHAT_RUNS_RULES",
     "RunsRefusal",
     "declared_encoding",
+    "lint_excluded_refusal",
     "module_name",
+    "reads_as_python",
     "role_tools",
     "what_runs_refusal",
 ]
@@ -118,7 +123,32 @@ WHAT_RUNS_RULES: dict[str, str] = {
     "one (or a package folder beside the module) changes which one an import loads",
     "encoding_declaration": "the file tools write UTF-8; a declaration naming another encoding "
     "makes Python decode the bytes differently from the diff and the linter",
+    "lint_excluded": "linters skip this location by default (their exclude lists, or the "
+    "project's .gitignore/.ignore), so a passing lint check would not have examined the file",
 }
+
+#: Folder names linters leave out by default and Flow's generated-folder rule does not already
+#: refuse: ruff's ``exclude`` defaults, flake8's and pylint's (``CVS``, ``*.egg``).
+LINT_EXCLUDED_DIRS: frozenset[str] = frozenset(
+    {
+        ".bzr",
+        ".direnv",
+        ".git-rewrite",
+        ".ipynb_checkpoints",
+        ".pants.d",
+        ".pyenv",
+        ".pytype",
+        "__pypackages__",
+        "_build",
+        "buck-out",
+        "site-packages",
+        "cvs",
+    }
+)
+
+#: Per-folder ignore files linters obey (ruff reads them through the ``ignore`` crate, as ripgrep
+#: does); the repository's ``.git/info/exclude`` is read too (``ToolBox._ignore_patterns``).
+IGNORE_FILES: tuple[str, ...] = (".gitignore", ".ignore")
 
 
 @dataclass(frozen=True)
@@ -146,6 +176,21 @@ class RunsRefusal:
 _CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)", re.ASCII)
 _BLANK = re.compile(r"^[ \t\f]*(?:[#\r\n]|$)", re.ASCII)
 _UTF8 = frozenset({"utf-8", "utf_8", "utf8"})
+#: Modules ``site`` imports at every start, whatever form they take (file, package, bytecode).
+_STARTUP_MODULES = frozenset({"sitecustomize", "usercustomize"})
+_SHEBANG_PYTHON = re.compile(r"^#![^\n]*python", re.ASCII)
+
+
+def reads_as_python(path: str, text: str) -> bool:
+    """Whether an interpreter may read ``path`` as Python source and so obey its encoding
+    declaration: a Python source suffix (``importlib.machinery.SOURCE_SUFFIXES``, ``.pyw``,
+    ``.pyi``), a ``#!`` line naming python, or no suffix at all (a script run by name).
+    A Markdown heading such as ``# Decoding: ...`` in ``notes.md`` is not a declaration.
+    """
+    suffix = PurePosixPath(path).suffix.lower()
+    if not suffix or suffix in (*importlib.machinery.SOURCE_SUFFIXES, ".pyw", ".pyi"):
+        return True
+    return bool(_SHEBANG_PYTHON.match(text))
 
 
 def declared_encoding(text: str) -> str | None:
@@ -193,6 +238,53 @@ def module_name(path: str) -> str | None:
     return None
 
 
+def _ignored(parts: tuple[str, ...], patterns: Iterable[tuple[str, str]]) -> str | None:
+    """The ignore-file pattern (``(folder, pattern)``, gitignore syntax, negations left out)
+    that matches a path given as components, or None."""
+    for folder, raw in patterns:
+        base = tuple(folder.split("/")) if folder else ()
+        if parts[: len(base)] != base:
+            continue
+        rest = parts[len(base) :]
+        pattern = raw.rstrip("/")
+        dir_only = raw.endswith("/")
+        while pattern.startswith("**/"):  # "**/x" is "x" in any folder, as git reads it
+            pattern = pattern[3:]
+        candidates = rest[:-1] if dir_only else rest
+        if "/" in pattern.strip("/"):
+            anchored = pattern.lstrip("/")
+            for n in range(1, len(rest) + (0 if dir_only else 1)):
+                if fnmatchcase("/".join(rest[:n]), anchored):
+                    return raw
+        elif pattern.startswith("/"):
+            if candidates and fnmatchcase(candidates[0], pattern[1:]):
+                return raw
+        elif any(fnmatchcase(part, pattern) for part in candidates):
+            return raw
+    return None
+
+
+def lint_excluded_refusal(
+    path: str, ignore_patterns: Iterable[tuple[str, str]] = ()
+) -> RunsRefusal | None:
+    """Whether linters would skip ``path`` by default (rule ``lint_excluded``); pure.
+
+    Args:
+        path: the workspace-relative path written.
+        ignore_patterns: ``(folder, pattern)`` from the workspace's ``.gitignore`` and
+            ``.ignore`` files on the way to ``path`` (ruff and other linters skip what they
+            list).
+    """
+    parts = PurePosixPath(path).parts
+    for folder in parts[:-1]:
+        if folder.casefold() in LINT_EXCLUDED_DIRS or folder.endswith(".egg"):
+            return RunsRefusal("lint_excluded", f"folder {folder!r}")
+    matched = _ignored(parts, ignore_patterns)
+    if matched is not None:
+        return RunsRefusal("lint_excluded", f"ignore pattern {matched!r}")
+    return None
+
+
 def what_runs_refusal(
     path: str,
     text: str,
@@ -210,7 +302,8 @@ def what_runs_refusal(
         new_top_level: the top-level module name the write creates (a new ``X.py`` or
             ``X/__init__.py`` in a folder that is not itself a package), else None.
         startup_file: whether the path is a Python startup file (``verify/_toolfiles.py``,
-            the "Python startup files" row).
+            the "Python startup files" row); a module or package of a startup module's name
+            (``sitecustomize/__init__.py``, ``usercustomize.pyc``) is one too.
         installed: top-level module names of the installed distributions the checks import.
         workspace_modules: top-level module names already in the workspace, other than
             ``path`` itself.
@@ -219,7 +312,7 @@ def what_runs_refusal(
         The first rule the write breaks (order: startup, stdlib, installed, workspace,
         encoding), or None. Pure: no I/O.
     """
-    if startup_file:
+    if startup_file or module_name(path) in _STARTUP_MODULES:
         return RunsRefusal("python_startup", path)
     if new_top_level is not None:
         if new_top_level in sys.stdlib_module_names:
@@ -228,7 +321,7 @@ def what_runs_refusal(
             return RunsRefusal("shadow_installed", f"module {new_top_level!r}")
         if new_top_level in workspace_modules:
             return RunsRefusal("shadow_workspace", f"module {new_top_level!r}")
-    declared = declared_encoding(text)
+    declared = declared_encoding(text) if reads_as_python(path, text) else None
     if declared is not None and not _is_utf8(declared):
         return RunsRefusal("encoding_declaration", f"coding: {declared[:40]}")
     return None

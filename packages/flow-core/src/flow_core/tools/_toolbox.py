@@ -37,9 +37,20 @@ from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
 from flow_core.tools._edit import ambiguous_message, match_lines, no_match_message
-from flow_core.tools._modules import installed_top_level, new_top_level, workspace_top_level
+from flow_core.tools._modules import (
+    git_exclude,
+    installed_top_level,
+    new_top_level,
+    workspace_top_level,
+)
 from flow_core.tools._outline import render_outline
-from flow_core.tools._policy import module_name, role_tools, what_runs_refusal
+from flow_core.tools._policy import (
+    IGNORE_FILES,
+    lint_excluded_refusal,
+    module_name,
+    role_tools,
+    what_runs_refusal,
+)
 from flow_core.tools._read import ReadError, read_window
 from flow_core.tools._record import capped_arguments, capped_message, invalid_unicode_at
 from flow_core.tools._schemas import TOOL_SCHEMAS, editor_function_schema, function_schema
@@ -385,8 +396,30 @@ class ToolBox:
             installed=installed_top_level(self._check_programs) if top else frozenset(),
             workspace_modules=workspace_top_level(files, besides=rel) if top else frozenset(),
         )
+        if refusal is None:
+            refusal = lint_excluded_refusal(rel, self._ignore_patterns(rel))
         if refusal is not None:
             raise ToolError("changes_what_runs", f"{rel}: {refusal.message}")
+
+    def _ignore_patterns(self, rel: str) -> list[tuple[str, str]]:
+        """``(folder, pattern)`` of the ignore files linters obey on the way to ``rel``: each
+        folder's ``.gitignore`` and ``.ignore``, and the repository's ``.git/info/exclude``."""
+        parts = rel.split("/")[:-1]
+        files: list[tuple[str, str]] = []
+        for n in range(len(parts) + 1):
+            folder = "/".join(parts[:n])
+            files += [(folder, f"{folder}/{name}" if folder else name) for name in IGNORE_FILES]
+        out: list[tuple[str, str]] = []
+        for folder, path in [("", ""), *files]:
+            try:
+                text = self.workspace.read_bytes(path) if path else git_exclude(self.workspace.root)
+            except SafeIOError:
+                continue
+            lines = [x.strip() for x in text.decode("utf-8", "replace").splitlines()[:2000]]
+            if any(x.startswith("!") for x in lines):
+                continue  # re-included paths: this file cannot be judged line by line
+            out.extend((folder, x) for x in lines if x and not x.startswith("#"))
+        return out
 
     def _read_text(self, rel: str) -> str:
         if self._editor is not None:

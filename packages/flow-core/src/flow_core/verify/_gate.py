@@ -41,6 +41,9 @@ Coverage rules (condition 3):
   extension only), or ``"*"``; ``filetypes`` entries and keys are compared case-insensitively.
   ``test``, ``build`` and ``check`` kinds never give static coverage; optional checks never
   replace a required gate.
+* A changed file to which the model added a file-level suppression comment (``# ruff: noqa``,
+  ``# mypy: ignore-errors``, ...; ``verify/_suppress.py``) is covered by no check: the linter
+  did not examine it.
 * A native Rose lint result covers its files only with ``status == "ok"`` and ``verified``;
   ``"unavailable"`` never covers. A result with ``error_count > 0`` or ``stale`` for a file
   vetoes that file's language entry, whatever else passed.
@@ -103,6 +106,8 @@ class GateFacts:
         outside_changes: one reason per workspace change Flow's tools did not make (the
             whole-tree fingerprint, ``run/_evidence.py``), or that the tree could not be
             watched whole; any of them fails condition 5.
+        suppressed: changed files to which the model added a file-level suppression comment
+            (``verify/_suppress.py``): no lint check examined them, so none covers them.
     """
 
     within_budgets: bool
@@ -119,6 +124,7 @@ class GateFacts:
     freshness_equal: bool = True
     dirty_buffers: Sequence[str] = ()
     outside_changes: Sequence[str] = ()
+    suppressed: Sequence[str] = ()
 
 
 def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry], bool]:
@@ -162,7 +168,13 @@ def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry]
         for path in files:
             wanted = _keys_for(path)
             names = [n for n, types in passed_static if types & wanted]
-            if path in native_ok:
+            if path in facts.suppressed:
+                names = []
+                reasons.append(
+                    f"{path}: the change adds a file-level suppression comment, so no lint "
+                    "check examined it"
+                )
+            if path in native_ok and path not in facts.suppressed:
                 names.append("rose:editor_lint")
             by.update(names)
             if not names:
