@@ -155,7 +155,8 @@ class CheckCgroup:
             if "cpuacct" not in controllers:
                 continue
             if version == 2:
-                return _counter(os.path.join(path, "cpu.stat"), "usage_usec") / 1e6
+                stat = os.path.join(path, "cpu.stat")
+                return _counter(stat, "usage_usec") / 1e6 if os.path.exists(stat) else None
             try:
                 return int(Path(path, "cpuacct.usage").read_text().strip()) / 1e9
             except (OSError, ValueError):

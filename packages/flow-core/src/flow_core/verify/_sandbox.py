@@ -442,10 +442,15 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
         jail.cpu_budget_s = cfg.cpu_seconds
     group = make_cgroup(values)
     jail._cleanups.append(group.close)
+    jail.cgroup = group  # read after the check (limits_hit) and for cpu_seconds
     if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
-        jail.limits, jail.cgroup = _limit_values(cfg), group
+        jail.limits = _limit_values(cfg)
     else:
         jail.preexec = _limits(cfg, group)
+    counted = "cpu_seconds" in group.missing or group.cpu_seconds() is not None
+    if jail.cpu_budget_s > 0 and not counted:  # made, but nothing there counts CPU time
+        group.missing["cpu_seconds"] = "the check's cgroup does not count CPU time"
+        jail.cpu_budget_s = 0.0
     notes = [f"{_UNBOUND[key]}: {why}" for key, why in group.missing.items()]
     return "; ".join(notes) or None
 
