@@ -6,8 +6,12 @@ file and 1 untracked file. Measured once per size, in this order:
 
 * ``git_status``: ``git status --porcelain`` (the floor a git user knows);
 * ``preflight_count``: the preflight's file count against ``[runs] watch_max_files``;
-* ``watch_first`` / ``watch_again``: the whole-tree fingerprint with no earlier one (every
-  file hashed) and given the earlier one (stat only), as a run takes them;
+* ``watch_first``: the whole-tree fingerprint with no earlier one, as a run's first one: git's
+  index vouches for the tracked files whose stat it recorded, the rest is read
+  (``vouched_by_index`` says how many were not read);
+* ``watch_first_reading_all``: the same without git's index (every file hashed: a workspace
+  that is not a repository);
+* ``watch_again``: given the earlier fingerprint (stat only), as the later ones;
 * ``isolated_tree``: ``prepare_tree`` (git worktree plus the user's uncommitted state) and
   ``remove_tree``.
 
@@ -79,6 +83,7 @@ def measure(files: int) -> dict[str, Any]:
         count = timed(lambda: _tree_size(str(root), files * 2))
         first = take_fingerprint(root, max_files=files * 2)
         watch_first = timed(lambda: take_fingerprint(root, max_files=files * 2))
+        reading_all = timed(lambda: take_fingerprint(root, max_files=files * 2, git_index=False))
         watch_again = timed(lambda: take_fingerprint(root, previous=first, max_files=files * 2))
 
         def isolate() -> None:
@@ -90,11 +95,13 @@ def measure(files: int) -> dict[str, Any]:
         "git_status": git,
         "preflight_count": count,
         "watch_first": watch_first,
+        "watch_first_reading_all": reading_all,
         "watch_again": watch_again,
         "isolated_tree": isolated,
     }
     return {
         "files": files,
+        "vouched_by_index": first.from_index,
         "seconds": {k: round(v, 4) for k, v in sides.items()},
         "ratio_to_git_status": {k: round(v / git, 2) for k, v in sides.items() if git > 0},
     }

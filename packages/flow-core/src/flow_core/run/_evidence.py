@@ -40,11 +40,13 @@ from flow_core.run._baseline import BaselineGuard
 from flow_core.run._changes import unified_diff
 from flow_core.verify._fingerprint import (
     DEFAULT_MAX_FILES,
+    KEEP_FILE_BYTES,
     Fingerprint,
     TreeChange,
     compare,
     take_fingerprint,
 )
+from flow_core.verify._gitindex import read_blob
 from flow_core.verify._junit import (
     JUnitError,
     JUnitResults,
@@ -135,6 +137,7 @@ class RunEvidence:
     outside: list[TreeChange] = field(default_factory=list)
     tree: TreeWatch | None = None
     max_files: int = DEFAULT_MAX_FILES
+    root: Path | None = None
     guard: BaselineGuard = field(default_factory=BaselineGuard)
 
     # -- structured results ---------------------------------------------------------------------
@@ -189,6 +192,7 @@ class RunEvidence:
         """The base fingerprint (pre-images of small files kept for the diff); ``max_files``
         is ``[runs] watch_max_files``, kept for the later fingerprints too."""
         self.max_files = max_files
+        self.root = root
         self.base = self.last = take_fingerprint(
             root, also=_WATCH_ALSO, keep=True, max_files=max_files
         )
@@ -206,7 +210,9 @@ class RunEvidence:
         """
         if self.base is None:
             return []
-        now = take_fingerprint(root, previous=self.last, also=_WATCH_ALSO, max_files=self.max_files)
+        now = take_fingerprint(
+            root, previous=self.last, also=_WATCH_ALSO, max_files=self.max_files, read=written
+        )
         self.last = now
         self.outside = compare(self.base, now, written=written)
         self.tree = TreeWatch(
@@ -236,6 +242,14 @@ class RunEvidence:
         """The outside changes as the report lists them."""
         return [OutsideChange(path=c.path, change=c.change, detail=c.detail) for c in self.outside]
 
+    def _blob(self, path: str) -> bytes | None:
+        """The base content of a file git's index vouched for (so it was not read), from the
+        repository's blob, when it is small enough to be kept."""
+        state = self.base.files.get(path) if self.base is not None else None
+        if state is None or not state.oid or state.size > KEEP_FILE_BYTES or self.root is None:
+            return None
+        return read_blob(self.root, state.oid)
+
     def diff(self, read: Callable[[str], bytes | None]) -> str:
         """Unified diffs of the outside changes (files rewritten after a tool wrote them are
         already in the tools' diff and left out here).
@@ -253,7 +267,7 @@ class RunEvidence:
                 parts.append(f"{header}@@ {c.detail} @@\n")
                 continue
             new = None if c.change == "removed" else read(c.path)
-            old = None if c.change == "added" else kept.get(c.path)
+            old = None if c.change == "added" else kept.get(c.path) or self._blob(c.path)
             if c.change != "added" and old is None:
                 parts.append(
                     f"{header}@@ {c.change}: {c.detail}; the earlier content was not kept @@\n"

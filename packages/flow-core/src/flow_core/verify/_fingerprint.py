@@ -9,8 +9,12 @@ that appeared, disappeared or changed. Source of the rule: ``docs/architecture.m
 
 Cost: the walk stats every entry; a file's content is hashed (SHA-256) only when there is no
 earlier fingerprint that saw it with the same size, modification time, change time, inode and
-mode. A file whose change time lies within :data:`RACY_NS` of when the earlier fingerprint was
-taken is hashed again (the "racy git" rule: a write in the same clock tick can leave the times
+mode, and, in a git repository, git's index does not vouch for it (a tracked file whose stat
+is the one the index recorded holds the blob the index names: :mod:`._gitindex`; its identity
+is then that blob id, ``oid``, and its content is not read). A hashed file gets its git blob id
+too, so a file compared once by blob id and once by SHA-256 is still compared by content. A
+file whose change time lies within :data:`RACY_NS` of when the earlier fingerprint was taken is
+hashed again (the "racy git" rule: a write in the same clock tick can leave the times
 unchanged). Change time cannot be set from user space, so restoring a file's modification time
 does not hide a rewrite.
 
@@ -34,6 +38,8 @@ from pathlib import Path
 from typing import Literal
 
 from flow_safeio import is_generated_dir
+
+from ._gitindex import GitIndex, blob_hasher, read_index
 
 __all__ = [
     "DEFAULT_MAX_FILES",
@@ -65,7 +71,9 @@ ChangeKind = Literal["added", "removed", "modified", "type_changed", "mode_chang
 
 @dataclass(frozen=True)
 class FileState:
-    """One entry: a regular file (``digest`` = SHA-256 hex) or a link (``digest`` = target)."""
+    """One entry: a regular file (``digest`` = SHA-256 hex, ``""`` when git's index vouched
+    for it unread; ``oid`` = git blob id, ``""`` outside a repository) or a link (``digest`` =
+    target)."""
 
     kind: Literal["file", "link"]
     size: int
@@ -74,6 +82,13 @@ class FileState:
     mtime_ns: int
     ctime_ns: int
     digest: str
+    oid: str = ""
+
+    def same_content(self, other: FileState) -> bool:
+        """Same content (or link target): by SHA-256 when both have one, else by blob id."""
+        if self.digest and other.digest:
+            return self.digest == other.digest
+        return bool(self.oid) and self.oid == other.oid
 
     def same_stat(self, st: os.stat_result) -> bool:
         return (
@@ -98,6 +113,8 @@ class Fingerprint:
         kept: pre-images (bytes) of small files, when taken with ``keep=True``.
         git_dirs: workspace-relative paths of every ``.git`` folder seen (never entered); one
             that appears or goes between two fingerprints is an outside change.
+        algorithm: the repository's blob id hash (``sha1``/``sha256``), None outside one.
+        from_index: files git's index vouched for (not read).
     """
 
     files: dict[str, FileState] = field(default_factory=dict)
@@ -108,6 +125,8 @@ class Fingerprint:
     hashed_bytes: int = 0
     kept: dict[str, bytes] = field(default_factory=dict)
     git_dirs: set[str] = field(default_factory=set)
+    algorithm: str | None = None
+    from_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,9 +152,17 @@ class _Walk:
         max_files: int,
         max_hash_bytes: int,
         keep: bool,
+        *,
+        index: GitIndex | None = None,
+        read: frozenset[str] = frozenset(),
     ) -> None:
         self.fp = Fingerprint(started_ns=time.time_ns())
         self.previous = previous
+        self.index = index
+        self.read = read
+        self.fp.algorithm = index.algorithm if index is not None else None
+        if self.fp.algorithm is None and previous is not None:
+            self.fp.algorithm = previous.algorithm
         self.max_files = max_files
         self.max_hash_bytes = max_hash_bytes
         self.keep = keep
@@ -157,23 +184,37 @@ class _Walk:
                 target = "?"
             self.fp.files[rel] = _state("link", st, target)
             return
-        old = self.previous.files.get(rel) if self.previous is not None else None
-        racy = self.previous is not None and st.st_ctime_ns >= self.previous.started_ns - RACY_NS
-        if old is not None and old.kind == "file" and old.same_stat(st) and not racy:
-            self.fp.files[rel] = old
+        if self.unread(rel, st):
             return
         if self.fp.hashed_bytes + st.st_size > self.max_hash_bytes:
             self.stop(f"tree too large: more than {self.max_hash_bytes} bytes to hash")
             return
-        digest, data, st2 = _hash(dir_fd, name, keep=self.keep and st.st_size <= KEEP_FILE_BYTES)
+        keep = self.keep and st.st_size <= KEEP_FILE_BYTES
+        digest, oid, data, st2 = _hash(dir_fd, name, keep=keep, algorithm=self.fp.algorithm)
         if digest is None or st2 is None:
             return  # vanished or not a regular file any more: the next walk sees what is there
         self.fp.hashed_files += 1
         self.fp.hashed_bytes += st2.st_size
-        self.fp.files[rel] = _state("file", st2, digest)
+        self.fp.files[rel] = _state("file", st2, digest, oid)
         if data is not None and self.kept_total + len(data) <= KEEP_TOTAL_BYTES:
             self.fp.kept[rel] = data
             self.kept_total += len(data)
+
+    def unread(self, rel: str, st: os.stat_result) -> bool:
+        """Record ``rel`` without reading it when an earlier fingerprint or git's index vouches
+        for its stat (a path in ``read`` is always read unless an earlier reading stands)."""
+        old = self.previous.files.get(rel) if self.previous is not None else None
+        racy = self.previous is not None and st.st_ctime_ns >= self.previous.started_ns - RACY_NS
+        fresh = old is not None and old.kind == "file" and old.same_stat(st) and not racy
+        if old is not None and fresh and (old.digest or rel not in self.read):
+            self.fp.files[rel] = old
+            return True
+        oid = self.index.vouches(rel, st) if self.index is not None else None
+        if oid is None or rel in self.read:
+            return False
+        self.fp.files[rel] = _state("file", st, "", oid)
+        self.fp.from_index += 1
+        return True
 
     def scan(self, dir_fd: int, prefix: str, depth: int) -> None:
         try:
@@ -239,7 +280,9 @@ def _is_git(name: str) -> bool:
     return name.rstrip(". ").casefold() == ".git"
 
 
-def _state(kind: Literal["file", "link"], st: os.stat_result, digest: str) -> FileState:
+def _state(
+    kind: Literal["file", "link"], st: os.stat_result, digest: str, oid: str = ""
+) -> FileState:
     return FileState(
         kind=kind,
         size=st.st_size,
@@ -248,33 +291,39 @@ def _state(kind: Literal["file", "link"], st: os.stat_result, digest: str) -> Fi
         mtime_ns=st.st_mtime_ns,
         ctime_ns=st.st_ctime_ns,
         digest=digest,
+        oid=oid,
     )
 
 
-def _hash(
-    dir_fd: int, name: str, *, keep: bool
-) -> tuple[str | None, bytes | None, os.stat_result | None]:
-    """SHA-256 of a regular file opened without following links (and its bytes if ``keep``)."""
+_Hashed = tuple[str | None, str, bytes | None, os.stat_result | None]
+
+
+def _hash(dir_fd: int, name: str, *, keep: bool, algorithm: str | None) -> _Hashed:
+    """SHA-256 and git blob id (``""`` without ``algorithm`` or when the size changed while
+    reading) of a regular file opened without following links, and its bytes if ``keep``."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC, dir_fd=dir_fd)
     except OSError:
-        return None, None, None
+        return None, "", None, None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return None, None, None
+            return None, "", None, None
         h = hashlib.sha256()
+        blob = blob_hasher(algorithm, st.st_size) if algorithm else None
         chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
-                break
+        size = 0
+        while chunk := os.read(fd, _CHUNK):
+            size += len(chunk)
             h.update(chunk)
+            if blob is not None:
+                blob.update(chunk)
             if keep:
                 chunks.append(chunk)
-        return h.hexdigest(), (b"".join(chunks) if keep else None), st
+        oid = blob.hexdigest() if blob is not None and size == st.st_size else ""
+        return h.hexdigest(), oid, (b"".join(chunks) if keep else None), st
     except OSError:
-        return None, None, None
+        return None, "", None, None
     finally:
         os.close(fd)
 
@@ -287,6 +336,8 @@ def take_fingerprint(
     max_files: int = DEFAULT_MAX_FILES,
     max_hash_bytes: int = DEFAULT_MAX_HASH_BYTES,
     keep: bool = False,
+    git_index: bool = True,
+    read: Iterable[str] = (),
 ) -> Fingerprint:
     """Fingerprint every file and link under ``root``.
 
@@ -299,7 +350,11 @@ def take_fingerprint(
         max_files: most entries recorded (see the module docstring).
         max_hash_bytes: most bytes hashed anew.
         keep: keep the bytes of small files (:data:`KEEP_FILE_BYTES`, at most
-            :data:`KEEP_TOTAL_BYTES` in all) so a later diff can show what changed.
+            :data:`KEEP_TOTAL_BYTES` in all) so a later diff can show what changed (a file
+            git's index vouched for is not read: its blob holds the earlier content).
+        git_index: take tracked files git's index vouches for unread (module docstring).
+        read: paths whose content is read whatever vouches for them (those Flow wrote, so
+            they compare by SHA-256 with what Flow wrote).
 
     Returns:
         The fingerprint; ``complete`` is false (with ``problem``) when a bound was reached.
@@ -307,7 +362,8 @@ def take_fingerprint(
     Raises:
         OSError: the root itself cannot be opened as a directory.
     """
-    walk = _Walk(previous, max_files, max_hash_bytes, keep)
+    index = read_index(root) if git_index else None
+    walk = _Walk(previous, max_files, max_hash_bytes, keep, index=index, read=frozenset(read))
     root_fd = os.open(os.fspath(root), os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     try:
         walk.scan(root_fd, "", 0)
@@ -349,7 +405,7 @@ def compare(
             if actual == written[path]:
                 # Flow's writes keep an existing file's mode: a new mode came from elsewhere.
                 if old is not None and new is not None and old.kind == "file":
-                    change = _change(path, old, _state_like(new, old.digest))
+                    change = _change(path, old, _state_like(new, old))
                     if change is not None:
                         out.append(change)
                 continue
@@ -382,10 +438,17 @@ def _git_changes(before: Fingerprint, after: Fingerprint) -> list[TreeChange]:
     return out
 
 
-def _state_like(state: FileState, digest: str) -> FileState:
-    """``state`` with another digest (to compare only what else differs)."""
+def _state_like(state: FileState, like: FileState) -> FileState:
+    """``state`` with the content identity of ``like`` (to compare only what else differs)."""
     return FileState(
-        state.kind, state.size, state.mode, state.ino, state.mtime_ns, state.ctime_ns, digest
+        state.kind,
+        state.size,
+        state.mode,
+        state.ino,
+        state.mtime_ns,
+        state.ctime_ns,
+        like.digest,
+        like.oid,
     )
 
 
@@ -399,7 +462,7 @@ def _change(path: str, old: FileState | None, new: FileState | None) -> TreeChan
         return TreeChange(path, "removed", f"was {_describe(old)}")
     if old.kind != new.kind:
         return TreeChange(path, "type_changed", f"{_describe(old)} → {_describe(new)}")
-    if old.digest != new.digest:
+    if not old.same_content(new):
         if new.kind == "link":
             return TreeChange(path, "modified", f"link target {old.digest!r} → {new.digest!r}")
         return TreeChange(path, "modified", f"content changed ({old.size} → {new.size} bytes)")
