@@ -4,9 +4,7 @@ read, and every kind of change is still seen (``verify/_gitindex.py``)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,17 +12,10 @@ import pytest
 from flow_core.run._evidence import RunEvidence
 from flow_core.verify._fingerprint import compare, take_fingerprint
 from flow_core.verify._gitindex import read_index
+from flow_testing.gitrepo import git
 
 TRACKED = 3000
 BODY = "value = 'x'\n" * 8
-
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid"}
-    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid")
-    out = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    return out.stdout
 
 
 @pytest.fixture
@@ -39,9 +30,9 @@ def repo(tmp_path: Path) -> Path:
         (folder / f"mod{i}.py").write_text(BODY)
     (root / ".gitignore").write_text("local.env\n")
     (root / "local.env").write_text("TOKEN=1\n")
-    _git(root, "init", "-q")
-    _git(root, "add", ".")
-    _git(root, "commit", "-q", "-m", "init")
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "init")
     probe = (root / "pkg000" / "mod0.py").stat()
     if probe.st_mtime_ns % 1_000_000_000 == 0 and probe.st_ctime_ns % 1_000_000_000 == 0:
         pytest.skip("this file system keeps whole seconds: git's index cannot vouch (racy)")
@@ -64,7 +55,7 @@ def test_the_index_vouches_for_tracked_files_and_every_change_is_seen(repo: Path
     (repo / "local.env").write_text("TOKEN=2\n")
     (repo / "pkg002" / "mod200.py").write_text(BODY)  # rewritten with the same bytes
     (repo / "pkg002" / "mod201.py").write_text("staged = 1\n")
-    _git(repo, "add", "pkg002/mod201.py")  # the index now vouches for the new content
+    git(repo, "add", "pkg002/mod201.py")  # the index now vouches for the new content
 
     for previous in (None, base):
         now = take_fingerprint(repo, previous=previous)
@@ -84,7 +75,7 @@ def test_a_path_flow_wrote_is_read_even_when_the_index_vouches_for_it(repo: Path
     base = take_fingerprint(repo)
     new = b"fixed = 1\n"
     (repo / "pkg000" / "mod5.py").write_bytes(new)
-    _git(repo, "add", "pkg000/mod5.py")
+    git(repo, "add", "pkg000/mod5.py")
     written = {"pkg000/mod5.py": hashlib.sha256(new).hexdigest()}
     now = take_fingerprint(repo, read=written)
     assert now.files["pkg000/mod5.py"].digest == written["pkg000/mod5.py"]
@@ -113,8 +104,8 @@ def test_no_repository_or_a_broken_index_falls_back_to_reading(tmp_path: Path) -
     assert (fp.from_index, fp.hashed_files) == (0, 1)
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    _git(tmp_path, "init", "-q")
-    _git(tmp_path, "add", ".")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
     (tmp_path / ".git" / "index").write_bytes(b"DIRC garbage")
     assert read_index(tmp_path) is None
     assert take_fingerprint(tmp_path).hashed_files == 1

@@ -4,6 +4,7 @@
   OpenAI's ``/v1/*`` routes), scripted or replaying canned replies.
 - :mod:`flow_testing.nvim`: one real headless Neovim per test, with a user connection.
 - :mod:`flow_testing.reports`: two reports of the same run made comparable.
+- :mod:`flow_testing.gitrepo`: ``git(cwd, *args)``, real git with a fixed identity.
 
 None imports a Flow package, so a package's tests need no sibling beyond its own.
 """
