@@ -7,7 +7,10 @@ jail. So each command gets, on its command line (``docs/architecture.md``, "Sand
 - ``core.hooksPath=/dev/null`` (no hook), ``core.fsmonitor=false`` (no fsmonitor program),
   ``core.untrackedCache=false``;
 - every ``filter.<driver>.clean/smudge/process`` and ``diff.<driver>.textconv/command`` the
-  repository's configuration defines, set empty (git then runs no filter or converter);
+  repository's configuration defines, set empty (git then runs no filter or converter), and
+  every ``filter.<driver>.required`` set false (``git lfs install`` sets it true: git would
+  then refuse to check a file out without its blanked smudge filter, and the file is written
+  as stored, an LFS pointer);
 - for the diff family (``diff``, ``log``, ``show``, ``diff-*``): ``--no-ext-diff
   --no-textconv``;
 - an environment without ``GIT_*`` variables, with ``GIT_CONFIG_NOSYSTEM=1``,
@@ -25,7 +28,7 @@ from pathlib import Path
 __all__ = ["git_env", "run_git"]
 
 _FIXED = ("core.hooksPath=/dev/null", "core.fsmonitor=false", "core.untrackedCache=false")
-_PROGRAM_KEYS = (".clean", ".smudge", ".process", ".textconv", ".command")
+_PROGRAM_KEYS = (".clean", ".smudge", ".process", ".textconv", ".command", ".required")
 _DIFF_FAMILY = frozenset({"diff", "log", "show", "diff-files", "diff-index", "diff-tree"})
 
 
@@ -44,7 +47,8 @@ def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def _overrides(cwd: str | Path, env: dict[str, str], timeout: float) -> list[str]:
-    """``-c KEY=`` for each program-running filter or diff driver the repository defines."""
+    """``-c KEY=`` for each program-running filter or diff driver the repository defines (an
+    empty ``required`` is false)."""
     argv = ["git", *(w for kv in _FIXED for w in ("-c", kv))]
     listed = subprocess.run(
         [*argv, "config", "--includes", "--name-only", "-z", "--get-regexp", r"^(filter|diff)\."],

@@ -6,8 +6,12 @@ path whose working-tree state differs from ``HEAD``: unstaged and staged changes
 with ``git add`` or removed with ``git rm``, deletions, and untracked files that are not
 ignored), so the run starts from exactly what the user sees. Submodules are copied as they are
 checked out in the workspace (their commit and local changes, without their ``.git``); one
-that cannot be copied refuses the run (``isolate_failed``). Git LFS files stay the pointers
-the repository holds (every filter is blanked: no download). Ignored files (``.venv``, build
+that cannot be copied refuses the run (``isolate_failed``). A file whose ``filter`` attribute
+is set (Git LFS, git-crypt) is in the tree as git stores it: no filter runs (every filter is
+blanked, nothing is downloaded), so an LFS file is its pointer, also when the workspace holds
+the downloaded content; a changed one gets the index's version (``git checkout-index``),
+never the working copy's bytes (which differ from the stored form whether or not the user
+changed anything). Ignored files (``.venv``, build
 outputs) are not copied: checks keep using the executables resolved in the real workspace.
 Git runs hardened (``flow_core/_git.py``: no hook, fsmonitor, filter, converter or
 system/global configuration): a ``post-checkout`` hook or a smudge filter is project code
@@ -115,10 +119,18 @@ def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTr
         )
     tree = IsolatedTree("git-worktree", dest, dest / prefix, top)
     try:
-        submodules = _submodules(workspace)
-        for rel in _differing(workspace):
-            if rel not in submodules and not _skipped(workspace, rel):
+        modes = _index_modes(workspace)
+        submodules = {rel for rel, mode in modes.items() if mode == b"160000"}
+        differing = [
+            rel
+            for rel in _differing(workspace)
+            if rel not in submodules and not _skipped(workspace, rel)
+        ]
+        stored = _filtered(workspace, [r for r in differing if _regular_in(modes, workspace, r)])
+        for rel in differing:
+            if rel not in stored:
                 _copy_entry(workspace / rel, tree.root / rel)
+        _checkout_stored(workspace, tree, sorted(stored))
         for rel in sorted(submodules):
             _copy_submodule(workspace / rel, tree.root / rel)
     except BaseException:
@@ -135,10 +147,7 @@ def _listed(workspace: Path, *args: str) -> set[str]:
     """
     out = _git(workspace, *args)
     if out.returncode:
-        raise StoreError(
-            f"git {args[0]} failed: {out.stderr.decode(errors='replace').strip()}",
-            code="isolate_failed",
-        )
+        raise _failed(args[0], out)
     return {os.fsdecode(raw) for raw in out.stdout.split(b"\0") if raw}
 
 
@@ -151,20 +160,60 @@ def _differing(workspace: Path) -> list[str]:
     return sorted(index | head)
 
 
-def _submodules(workspace: Path) -> set[str]:
-    """The submodule paths (gitlinks, mode 160000) of the index, relative to ``workspace``."""
+def _failed(what: str, out: subprocess.CompletedProcess[bytes]) -> StoreError:
+    err = out.stderr.decode(errors="replace").strip()
+    return StoreError(f"git {what} failed: {err}", code="isolate_failed")
+
+
+def _index_modes(workspace: Path) -> dict[str, bytes]:
+    """Path (relative to ``workspace``) -> mode (``b"100644"``, ``b"160000"`` for a
+    submodule, ...) of every stage-0 entry of the index."""
     out = _git(workspace, "ls-files", "-z", "-s", "--")
     if out.returncode:
-        raise StoreError(
-            f"git ls-files failed: {out.stderr.decode(errors='replace').strip()}",
-            code="isolate_failed",
-        )
-    found: set[str] = set()
+        raise _failed("ls-files", out)
+    found: dict[str, bytes] = {}
     for raw in out.stdout.split(b"\0"):
         meta, _, path = raw.partition(b"\t")
-        if meta.startswith(b"160000 "):
-            found.add(os.fsdecode(path))
+        mode, _, rest = meta.partition(b" ")
+        if rest.endswith(b" 0"):
+            found[os.fsdecode(path)] = mode
     return found
+
+
+def _regular_in(modes: dict[str, bytes], workspace: Path, rel: str) -> bool:
+    """A regular file in the index and in the workspace (a deleted one stays deleted)."""
+    if modes.get(rel) not in (b"100644", b"100755"):
+        return False
+    try:
+        return stat.S_ISREG(os.lstat(workspace / rel).st_mode)
+    except OSError:
+        return False
+
+
+_BATCH = 500
+
+
+def _filtered(workspace: Path, paths: list[str]) -> set[str]:
+    """The paths among ``paths`` whose ``filter`` attribute is set (``git check-attr``)."""
+    found: set[str] = set()
+    for i in range(0, len(paths), _BATCH):
+        out = _git(workspace, "check-attr", "-z", "filter", "--", *paths[i : i + _BATCH])
+        if out.returncode:
+            raise _failed("check-attr", out)
+        parts = out.stdout.split(b"\0")
+        for path, value in zip(parts[0::3], parts[2::3], strict=False):
+            if value not in (b"unspecified", b"unset"):
+                found.add(os.fsdecode(path))
+    return found
+
+
+def _checkout_stored(workspace: Path, tree: IsolatedTree, paths: list[str]) -> None:
+    """Write the index's version of ``paths`` into the tree, unfiltered."""
+    for i in range(0, len(paths), _BATCH):
+        batch = paths[i : i + _BATCH]
+        out = _git(workspace, "checkout-index", "--force", f"--prefix={tree.top}/", "--", *batch)
+        if out.returncode:
+            raise _failed("checkout-index", out)
 
 
 def _copy_submodule(src: Path, dst: Path) -> None:
