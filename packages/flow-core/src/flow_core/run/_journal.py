@@ -173,6 +173,12 @@ class Journal:
             with contextlib.suppress(Exception):
                 self.record.post_state(path, digest, mode)
 
+    def check_group(self, pgid: int) -> None:
+        """Note a check's process group as it starts (``RunRecord.check_group``)."""
+        if self.record is not None:
+            with contextlib.suppress(Exception):
+                self.record.check_group(pgid)
+
     def finish(self, report: Report, **meta: Any) -> None:
         """Write report, diff and manifest; set the final status (best effort)."""
         record = self.record

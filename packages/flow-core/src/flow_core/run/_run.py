@@ -253,6 +253,7 @@ class Run:
             sandbox=self.config.sandbox,
             protected=self.config.protected,
             writable=() if prepared.folder is None else (prepared.folder,),
+            on_start=self.journal.check_group,
         )
         result = self.evidence.conclude(result, prepared, baseline=baseline)
         if baseline:

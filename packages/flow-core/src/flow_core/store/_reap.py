@@ -5,6 +5,11 @@ show``, ``flow undo``, ``flow apply``, the next run) finds that process gone, ``
 the record usable, exactly once (a ``.settling`` folder is the claim; another reader that finds
 it waits for nothing and reads the record as it is):
 
+0. every check process group the run noted (``processes.jsonl``) that still has members is
+   killed (SIGKILL to the group): a check outlives a SIGKILLed Flow unless it is jailed
+   (bubblewrap dies with its parent). A group is left alone when a process with its id lives
+   but started at another time than the recorded leader (the id was reused); while any member
+   of a group lives, the kernel does not hand its id to a new process;
 1. an isolated run's tree still holds what the run wrote: each changed file whose bytes there
    are exactly the state recorded after the run's last write is kept in the record
    (``post/NNNN``), so ``flow apply`` works after the tree is gone;
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,6 +71,18 @@ def _diff(record: RunRecord, entries: list[FileEntry], left: dict[str, bytes | N
     return "".join(parts)
 
 
+def _end_groups(record: RunRecord) -> None:
+    """Step 0 of the module docstring."""
+    from flow_core.store._store import process_start
+
+    for pgid, start in record.check_groups():
+        now = process_start(pgid)
+        if now is not None and now != start:
+            continue  # the id now names another process's group
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
 def _remove_tree(info: RunInfo) -> None:
     from flow_core.store._isolate import IsolatedTree, remove_tree
 
@@ -92,6 +110,7 @@ def abandon(store: RunStore, info: RunInfo) -> None:
         return
     try:
         record = store.open(info)
+        _end_groups(record)
         entries = record.changed_files()
         isolated = bool(info.meta.get("isolated"))
         root = info.meta.get("tree_root") if isolated else info.workspace

@@ -435,6 +435,25 @@ class RunRecord:
         with contextlib.suppress(OSError, StoreError):
             self._append("files.jsonl", line)
 
+    def check_group(self, pgid: int) -> None:
+        """Note a check's process group (``processes.jsonl``: the id and its leader's start
+        time), so whoever settles this run after a SIGKILL ends what is left of it
+        (``store/_reap.py``)."""
+        from flow_core.store._store import process_start
+
+        line = {"type": "check_group", "pgid": pgid, "start": process_start(pgid)}
+        with contextlib.suppress(OSError, StoreError):
+            self._append("processes.jsonl", line)
+
+    def check_groups(self) -> list[tuple[int, str | None]]:
+        """The check process groups noted, as ``(pgid, leader start time)``."""
+        out: list[tuple[int, str | None]] = []
+        for line in self._lines("processes.jsonl"):
+            pgid, start = line.get("pgid"), line.get("start")
+            if isinstance(pgid, int) and not isinstance(pgid, bool) and pgid > 1:
+                out.append((pgid, start if isinstance(start, str) else None))
+        return out
+
     def post_hashes(self, hashes: Mapping[str, str | None]) -> None:
         """``post_state`` for several paths, without permission bits."""
         for path, digest in hashes.items():

@@ -225,6 +225,7 @@ def run_check(
     sandbox: SandboxConfig | None = None,
     protected: Sequence[str] = (),
     writable: Sequence[str] = (),
+    on_start: Callable[[int], None] | None = None,
 ) -> CheckResult:
     """Run one named check and return its result; never raises for the check's own outcome.
 
@@ -245,6 +246,9 @@ def run_check(
         writable: absolute folders outside the workspace the check may write: the private
             results folder of a ``results = "junit"`` check (``run/_evidence.py``), bound
             read-write inside the jail.
+        on_start: called with the check's process group id once it runs (the run record
+            keeps it, so the group of a run killed with SIGKILL is ended by whoever settles
+            that run: ``store/_reap.py``); an exception it raises is ignored.
 
     Returns:
         A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
@@ -324,7 +328,14 @@ def run_check(
         )
     try:
         result = _start_and_wait(
-            name, check, jail, started=started, cwd=cwd, owner=owner, should_stop=should_stop
+            name,
+            check,
+            jail,
+            started=started,
+            cwd=cwd,
+            owner=owner,
+            should_stop=should_stop,
+            on_start=on_start,
         )
         return _limit_status(result, jail)
     finally:
@@ -353,6 +364,7 @@ def _start_and_wait(
     cwd: str | Path,
     owner: object | None,
     should_stop: Callable[[], bool] | None,
+    on_start: Callable[[int], None] | None = None,
 ) -> CheckResult:
     """Start the (jailed) check, wait for it, end every process it left; see ``run_check``."""
     proc: subprocess.Popen[bytes] | None = None
@@ -372,6 +384,9 @@ def _start_and_wait(
         )
         entry = _Live(proc=proc, pgid=proc.pid, owner=owner)
         _LIVE[proc.pid] = entry
+        if on_start is not None:
+            with contextlib.suppress(Exception):
+                on_start(proc.pid)
     except BaseException as err:
         if proc is not None and proc.pid not in _LIVE:
             # Interrupted (Ctrl-C, SIGTERM) between the start and the registration: the group

@@ -1,0 +1,170 @@
+"""Signals while a check is running: SIGHUP, SIGTERM and SIGKILL reach ``flow run`` while its
+required check (and a child the check started) runs, in place and ``--isolate``.
+
+The check writes a file once it is running past the baseline (the coder has written
+``calc.py``) and then blocks; the test waits for that file, never for a time. Each case
+asserts the exit code, the record, the files on disk, ``git worktree list``, and that no
+process of the check is left in the process table (each carries a token in its command line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
+ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"
+CHECK = """\
+import pathlib, subprocess, sys, time
+started, token = pathlib.Path(sys.argv[1]), sys.argv[2]
+if "# checked" in pathlib.Path("calc.py").read_text():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token])
+    started.write_text(str(child.pid))
+    time.sleep(600)
+import calc
+assert calc.add(2, 3) == 5
+"""
+BOUND_S = 60.0
+
+
+def _wait_for(what: str, ready: Any) -> None:
+    """Poll ``ready()`` until true (at most :data:`BOUND_S`); a condition, never a duration."""
+    deadline = time.monotonic() + BOUND_S
+    while not ready():
+        assert time.monotonic() < deadline, f"gave up waiting: {what}"
+        time.sleep(0.05)
+
+
+def _holders(token: str) -> list[int]:
+    """Live processes whose command line carries ``token`` (zombies have none)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path("/proc", entry, "cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def _signalled(env, h, tmp_path: Path, repo: Path, fake_ollama, sig: int, *more: str):
+    """Start ``flow run`` (unjailed checks: the check's file lands where the test sees it),
+    send ``sig`` once the check runs; return exit code, stdout, stderr and the token."""
+    token = f"flow-check-token-{os.getpid()}-{tmp_path.name}"
+    started = tmp_path / "check-started"
+    script = tmp_path / "slow_check.py"
+    script.write_text(CHECK)
+    unit = [sys.executable, str(script), str(started), token]
+    lint = [sys.executable, "-m", "py_compile", "calc.py"]
+    checks = h.check_table("unit", unit) + h.check_table(
+        "compile", lint, kind="lint", filetypes=["python", "docs"]
+    )
+    url = fake_ollama(h.calc_script(FIXED)).url
+    extra = '\n[sandbox]\nmode = "off"\n'
+    cfg = h.operator_config(tmp_path / "op.toml", repo, base_url=url, checks=checks, extra=extra)
+    proc = env.popen("run", "--trusted", "--config", str(cfg), *more, "fix add")
+    try:
+        _wait_for("the check to start", lambda: started.exists() or proc.poll() is not None)
+        assert proc.poll() is None, proc.communicate()[1]
+        _wait_for("the check's child", lambda: len(_holders(token)) == 2)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    return proc.returncode, out, err, token
+
+
+@pytest.fixture(autouse=True)
+def _kill_leftovers(tmp_path: Path):
+    """A failing case must not leave its sleeping check behind for the next test."""
+    yield
+    token = f"flow-check-token-{os.getpid()}-{tmp_path.name}"
+    for pid in _holders(token):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _runs(env, repo: Path) -> list[dict[str, Any]]:
+    result = env.flow("runs", "--json", "--workspace", str(repo))
+    runs: list[dict[str, Any]] = result.json()["runs"]
+    return runs
+
+
+def _worktrees(h, repo: Path) -> int:
+    return int(h.git(repo, "worktree", "list", "--porcelain").count("worktree "))
+
+
+def _no_orphans(token: str) -> None:
+    _wait_for("the check's processes to end", lambda: _holders(token) == [])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_hup_and_term_during_a_check_in_place(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama, sig: int
+) -> None:
+    code, out, err, token = _signalled(env, h, tmp_path, repo, fake_ollama, sig)
+    assert code == 130, err
+    report = json.loads(out)
+    assert report["status"] == "interrupted"
+    assert "check process groups were killed" in err
+    _no_orphans(token)
+    (run,) = _runs(env, repo)
+    assert (run["id"], run["status"]) == (report["run_id"], "interrupted")
+    assert run["changed_files"] == ["calc.py", "notes.md"]
+    assert (repo / "calc.py").read_text() == FIXED
+    undone = env.flow("undo", run["id"], "--workspace", str(repo))
+    assert undone.code == 0, undone.stderr
+    assert (repo / "calc.py").read_text() == ORIGINAL
+    assert h.git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_hup_and_term_during_a_check_isolated(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama, sig: int
+) -> None:
+    code, out, err, token = _signalled(env, h, tmp_path, repo, fake_ollama, sig, "--isolate")
+    assert code == 130, err
+    report = json.loads(out)
+    assert report["status"] == "interrupted"
+    _no_orphans(token)
+    assert _worktrees(h, repo) == 1
+    assert not (Path(report["run_dir"]) / "tree").exists()
+    assert (repo / "calc.py").read_text() == ORIGINAL
+    (run,) = _runs(env, repo)
+    assert run["status"] == "interrupted"
+    applied = env.flow("apply", run["id"], "--workspace", str(repo))
+    assert applied.code == 0, applied.stderr
+    assert (repo / "calc.py").read_text() == FIXED
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_sigkill_during_a_check_leaves_no_process_and_a_settled_record(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama, isolate: bool
+) -> None:
+    more = ("--isolate",) if isolate else ()
+    code, out, _err, token = _signalled(env, h, tmp_path, repo, fake_ollama, signal.SIGKILL, *more)
+    assert (code, out) == (-signal.SIGKILL, "")
+    (run,) = _runs(env, repo)  # the first reader settles the dead run
+    assert run["status"] == "abandoned"
+    assert run["changed_files"] == ["calc.py", "notes.md"]
+    _no_orphans(token)
+    assert _worktrees(h, repo) == 1
+    if isolate:
+        assert (repo / "calc.py").read_text() == ORIGINAL
+        applied = env.flow("apply", run["id"], "--workspace", str(repo))
+        assert applied.code == 0, applied.stderr
+    assert (repo / "calc.py").read_text() == FIXED
+    assert "+    return a + b  # checked" in env.flow("show", run["id"], "--diff").stdout
