@@ -419,6 +419,14 @@ class RunRecord:
             entry["pre_mode"] = mode
         self._append("files.jsonl", entry, required=True)
 
+    def pre_mode(self, path: str, mode: int | None) -> None:
+        """Restate the permission bits ``path`` had before Flow's write (a ``pre_mode`` line,
+        which wins over the ``pre`` line's): an isolated run is applied later than it began,
+        and the person may have changed the bits meanwhile; undo gives back these."""
+        line = {"type": "pre_mode", "path": path, "pre_mode": mode}
+        with contextlib.suppress(OSError, StoreError):
+            self._append("files.jsonl", line)
+
     def post_state(self, path: str, digest: str | None, mode: int | None = None) -> None:
         """Record what Flow's own write just left in ``path``: SHA-256 and permission bits.
 
@@ -499,6 +507,7 @@ class RunRecord:
         pres: dict[str, dict[str, Any]] = {}
         posts: dict[str, str | None] = {}
         modes: dict[str, int | None] = {}
+        pre_modes: dict[str, int | None] = {}
         stored: dict[str, str] = {}
         for line in self._lines("files.jsonl"):
             path = line.get("path")
@@ -510,6 +519,8 @@ class RunRecord:
                 digest = line.get("post_sha256")
                 posts[path] = digest if isinstance(digest, str) else None
                 modes[path] = _mode(line.get("post_mode"))
+            elif line.get("type") == "pre_mode":
+                pre_modes[path] = _mode(line.get("pre_mode"))
             elif line.get("type") == "post_image" and isinstance(line.get("post"), str):
                 stored[path] = line["post"]
         return [
@@ -521,7 +532,7 @@ class RunRecord:
                 post_sha256=posts.get(path),
                 post_known=path in posts,
                 post=stored.get(path),
-                pre_mode=_mode(pre.get("pre_mode")),
+                pre_mode=pre_modes.get(path, _mode(pre.get("pre_mode"))),
                 post_mode=modes.get(path),
             )
             for path, pre in sorted(pres.items())

@@ -314,9 +314,10 @@ def _undo_changes(
             changes[entry.path] = (None, None)
             continue
         data = record.read_image(entry.pre, entry.pre_sha256)
-        # A file that is there keeps its bits (the run never changed them) unless forced;
-        # one that is gone, or forced, gets the recorded bits back.
-        keep = now.data is not None and entry.path not in forced
+        # The recorded bits come back: a forced undo changed them (the person's chmod), and
+        # undoing that undo must give them back. Only a file whose post state kept no bits
+        # (an older record) and is not forced keeps the bits it has now.
+        keep = now.data is not None and entry.path not in forced and entry.post_mode is None
         changes[entry.path] = (data, None if keep else entry.pre_mode)
     return changes
 
@@ -385,7 +386,10 @@ def _apply_locked(store: RunStore, info: RunInfo, workspace: Workspace) -> Apply
             code="apply_conflict",
         )
     changes = {e.path: (_new_content(record, info, e), None) for e in targets}
+    bits = {e.path: _mode_now(workspace, e.path) for e in targets if e.pre is not None}
     _write_set(workspace, changes, "apply_conflict")
+    for path, mode in bits.items():  # the bits the person gave the file before the apply
+        record.pre_mode(path, mode)
     for path, (data, _mode) in changes.items():
         record.post_state(path, sha256(data), _mode_now(workspace, path))
     for path in already:  # the workspace's own bits, not the tree's, are what undo expects
