@@ -27,7 +27,10 @@ import pathlib, subprocess, sys, time
 started, token = pathlib.Path(sys.argv[1]), sys.argv[2]
 if "# checked" in pathlib.Path("calc.py").read_text():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token])
-    started.write_text(str(child.pid))
+    try:
+        started.write_text(str(child.pid))
+    except OSError:  # jailed: the test's folder may not be there; the process table tells
+        pass
     time.sleep(600)
 import calc
 assert calc.add(2, 3) == 5
@@ -58,9 +61,12 @@ def _holders(token: str) -> list[int]:
     return found
 
 
-def _signalled(env, h, tmp_path: Path, repo: Path, fake_ollama, sig: int, *more: str):
-    """Start ``flow run`` (unjailed checks: the check's file lands where the test sees it),
-    send ``sig`` once the check runs; return exit code, stdout, stderr and the token."""
+def _signalled(
+    env, h, tmp_path: Path, repo: Path, fake_ollama, sig: int, *more: str, sandbox: str = "off"
+):
+    """Start ``flow run``, send ``sig`` once the check and its child run; return exit code,
+    stdout, stderr and the token. Unjailed, the check's file lands where the test sees it;
+    jailed (``sandbox = "bwrap"``) it lands in the jail, and the process table tells."""
     token = f"flow-check-token-{os.getpid()}-{tmp_path.name}"
     started = tmp_path / "check-started"
     script = tmp_path / "slow_check.py"
@@ -71,13 +77,14 @@ def _signalled(env, h, tmp_path: Path, repo: Path, fake_ollama, sig: int, *more:
         "compile", lint, kind="lint", filetypes=["python", "docs"]
     )
     url = fake_ollama(h.calc_script(FIXED)).url
-    extra = '\n[sandbox]\nmode = "off"\n'
+    extra = f'\n[sandbox]\nmode = "{sandbox}"\n'
     cfg = h.operator_config(tmp_path / "op.toml", repo, base_url=url, checks=checks, extra=extra)
     proc = env.popen("run", "--trusted", "--config", str(cfg), *more, "fix add")
     try:
-        _wait_for("the check to start", lambda: started.exists() or proc.poll() is not None)
+        if sandbox == "off":
+            _wait_for("the check to start", lambda: started.exists() or proc.poll() is not None)
+        _wait_for("the check's child", lambda: len(_holders(token)) == 2 or proc.poll() is not None)
         assert proc.poll() is None, proc.communicate()[1]
-        _wait_for("the check's child", lambda: len(_holders(token)) == 2)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=90)
     finally:
@@ -168,3 +175,40 @@ def test_sigkill_during_a_check_leaves_no_process_and_a_settled_record(
         assert applied.code == 0, applied.stderr
     assert (repo / "calc.py").read_text() == FIXED
     assert "+    return a + b  # checked" in env.flow("show", run["id"], "--diff").stdout
+
+
+def _jail_usable() -> None:
+    from flow_core.verify._sandbox import probe_bwrap
+
+    probe = probe_bwrap()
+    if not probe.usable:
+        pytest.skip(f"bubblewrap cannot jail checks here: {probe}")
+
+
+def test_a_jailed_check_dies_with_a_sigkilled_run(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
+) -> None:
+    """bubblewrap's --die-with-parent: nothing is left even before anyone settles the run."""
+    _jail_usable()
+    code, _out, _err, token = _signalled(
+        env, h, tmp_path, repo, fake_ollama, signal.SIGKILL, sandbox="bwrap"
+    )
+    assert code == -signal.SIGKILL
+    _no_orphans(token)
+    (run,) = _runs(env, repo)
+    assert run["status"] == "abandoned"
+    assert (repo / "calc.py").read_text() == FIXED
+
+
+def test_a_jailed_check_ends_with_a_terminated_isolated_run(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
+) -> None:
+    _jail_usable()
+    code, out, err, token = _signalled(
+        env, h, tmp_path, repo, fake_ollama, signal.SIGTERM, "--isolate", sandbox="bwrap"
+    )
+    assert code == 130, err
+    assert json.loads(out)["status"] == "interrupted"
+    _no_orphans(token)
+    assert _worktrees(h, repo) == 1
+    assert (repo / "calc.py").read_text() == ORIGINAL
