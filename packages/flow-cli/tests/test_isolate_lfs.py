@@ -26,10 +26,9 @@ def _pointer(content: bytes) -> str:
 def _fake_lfs(tmp_path: Path, contents: dict[str, bytes]) -> Path:
     """A filter program: ``smudge PATH`` prints the content, ``clean PATH`` the pointer; each
     call is appended to ``filter-calls``."""
-    script = tmp_path / "fake-git-lfs"
+    script = tmp_path / "fake_git_lfs.py"
     table = {name: data.decode() for name, data in contents.items()}
     script.write_text(
-        f"#!{sys.executable}\n"
         "import json, sys\n"
         f"calls = {json.dumps(str(tmp_path / 'filter-calls'))}\n"
         "open(calls, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
@@ -42,7 +41,6 @@ def _fake_lfs(tmp_path: Path, contents: dict[str, bytes]) -> Path:
         f"    text = {POINTER!r}.format(oid=hashlib.sha256(data).hexdigest(), size=len(data))\n"
         "sys.stdout.write(text)\n"
     )
-    script.chmod(0o755)
     return script
 
 
@@ -57,8 +55,8 @@ def test_the_isolated_tree_holds_lfs_pointers_and_runs_no_filter(
     h.git(repo, "add", ".")
     h.git(repo, "commit", "-q", "-m", "lfs files")
     script = _fake_lfs(tmp_path, {**contents, "gone.bin": b"old\n"})
-    h.git(repo, "config", "filter.lfs.clean", f"{script} clean %f")
-    h.git(repo, "config", "filter.lfs.smudge", f"{script} smudge %f")
+    h.git(repo, "config", "filter.lfs.clean", f"{sys.executable} {script} clean %f")
+    h.git(repo, "config", "filter.lfs.smudge", f"{sys.executable} {script} smudge %f")
     h.git(repo, "config", "filter.lfs.required", "true")
     for name in contents:  # as git-lfs leaves them: the content, the index vouching for it
         (repo / name).unlink()
