@@ -44,6 +44,9 @@ __all__ = ["MAX_COPY_BYTES", "MAX_COPY_FILES", "IsolatedTree", "prepare_tree", "
 MAX_COPY_FILES = 50_000
 MAX_COPY_BYTES = 1024 * 1024 * 1024
 _GIT_TIMEOUT_S = 120.0
+#: ``git worktree add`` writes every tracked file: a 150,000-file repository took over 120 s
+#: on a loaded two-core machine (``bench/bench_tree.py``). A bound against a hang, not a budget.
+_CHECKOUT_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -64,8 +67,10 @@ class IsolatedTree:
     git_top: Path | None = None
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return run_git(cwd, *args, timeout=_GIT_TIMEOUT_S)
+def _git(
+    cwd: Path, *args: str, timeout: float = _GIT_TIMEOUT_S
+) -> subprocess.CompletedProcess[bytes]:
+    return run_git(cwd, *args, timeout=timeout)
 
 
 def _git_layout(workspace: Path) -> tuple[Path, str] | None:
@@ -111,7 +116,8 @@ def _skipped(workspace: Path, rel: str) -> bool:
 
 
 def _worktree(workspace: Path, dest: Path, top: Path, prefix: str) -> IsolatedTree:
-    made = _git(top, "worktree", "add", "--detach", "--quiet", str(dest), "HEAD")
+    add = ("worktree", "add", "--detach", "--quiet", str(dest), "HEAD")
+    made = _git(top, *add, timeout=_CHECKOUT_TIMEOUT_S)
     if made.returncode:
         raise StoreError(
             f"git worktree add failed: {made.stderr.decode(errors='replace').strip()}",
