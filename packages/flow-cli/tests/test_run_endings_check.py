@@ -22,11 +22,12 @@ import pytest
 
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"
-CHECK = """\
+CHILD = "import time; time.sleep(600)"
+CHECK = f"""\
 import pathlib, subprocess, sys, time
 started, token = pathlib.Path(sys.argv[1]), sys.argv[2]
 if "# checked" in pathlib.Path("calc.py").read_text():
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", token])
+    child = subprocess.Popen([sys.executable, "-c", {CHILD!r}, token])
     try:
         started.write_text(str(child.pid))
     except OSError:  # jailed: the test's folder may not be there; the process table tells
@@ -46,8 +47,9 @@ def _wait_for(what: str, ready: Any) -> None:
         time.sleep(0.05)
 
 
-def _holders(token: str) -> list[int]:
-    """Live processes whose command line carries ``token`` (zombies have none)."""
+def _holders(token: str, *also: str) -> list[int]:
+    """Live processes whose command line carries ``token`` and each of ``also`` (zombies have
+    none)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -56,7 +58,8 @@ def _holders(token: str) -> list[int]:
             cmdline = Path("/proc", entry, "cmdline").read_bytes()
         except OSError:
             continue
-        if token.encode() in cmdline.split(b"\0"):
+        argv = cmdline.split(b"\0")
+        if all(word.encode() in argv for word in (token, *also)):
             found.append(int(entry))
     return found
 
@@ -69,9 +72,8 @@ def _signalled(
     jailed (``sandbox = "bwrap"``) it lands in the jail, and the process table tells."""
     token = f"flow-check-token-{os.getpid()}-{tmp_path.name}"
     started = tmp_path / "check-started"
-    script = tmp_path / "slow_check.py"
-    script.write_text(CHECK)
-    unit = [sys.executable, str(script), str(started), token]
+    # On the command line, not in a file: a jailed check sees no file of the test's folder.
+    unit = [sys.executable, "-c", CHECK, str(started), token]
     lint = [sys.executable, "-m", "py_compile", "calc.py"]
     checks = h.check_table("unit", unit) + h.check_table(
         "compile", lint, kind="lint", filetypes=["python", "docs"]
@@ -83,7 +85,9 @@ def _signalled(
     try:
         if sandbox == "off":
             _wait_for("the check to start", lambda: started.exists() or proc.poll() is not None)
-        _wait_for("the check's child", lambda: len(_holders(token)) >= 2 or proc.poll() is not None)
+        # The child exists only once the check runs past the baseline (a jail's bwrap carries
+        # the check's argv too, so the check's own processes do not tell).
+        _wait_for("the check's child", lambda: _holders(token, CHILD) or proc.poll() is not None)
         assert proc.poll() is None, proc.communicate()[1]
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=90)
