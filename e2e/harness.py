@@ -81,7 +81,7 @@ class Backend:
     planner: str
     coder: str
     reviewer: str
-    timeout_s: float = 300.0
+    timeout_s: float = 900.0
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class OllamaShim:
         models: Mapping[str, str],
         *,
         n_ctx: int = 8192,
-        timeout: float = 300.0,
+        timeout: float = 900.0,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.models = dict(models)

@@ -31,7 +31,7 @@ from ollama_shim import OllamaShim
 import flow_core
 
 #: Wall-clock limit for one Flow run (the agent budgets keep real runs far below it).
-RUN_TIMEOUT_S = 1200
+RUN_TIMEOUT_S = 2400
 
 
 def openai_backend(server: modelserver.ModelServer) -> harness.Backend:
