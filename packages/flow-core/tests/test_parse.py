@@ -42,6 +42,7 @@ def test_every_code_is_documented() -> None:
         "invalid_arguments",
         "unknown_tool",
         "empty_reply",
+        "reasoning_only",
         "reply_too_large",
         "context_overflow",
         "call_cut_off",

@@ -95,7 +95,7 @@ def test_calls_inside_reasoning_are_not_run() -> None:
     assert r.issues == ()
     unclosed = parse(f"<think>I could {inner} but")
     assert unclosed.tool_calls == ()
-    assert unclosed.codes == ("empty_reply",)
+    assert unclosed.codes == ("reasoning_only",)  # reasoning alone is not an empty reply
     after = parse(f"<think>read it</think>{inner}")
     assert [c.name for c in after.tool_calls] == ["write_file"]
 

@@ -342,6 +342,12 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "a model that answered nothing",
             "nothing to fix; the model is asked again; a stronger model helps",
         ),
+        "reasoning_only": (
+            "a thinking model that spent its reply on reasoning (Ollama's think option, or a "
+            "reasoning template) and gave no answer, often cut by max_reply_tokens",
+            "nothing to fix for one turn (the model is asked again); if it repeats, raise "
+            "max_reply_tokens or set think = false in [models.options.ROLE]",
+        ),
         "reply_too_large": (
             "a model that rambles",
             "lower the reply token limit or use a model that answers briefly",

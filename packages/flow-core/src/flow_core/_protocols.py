@@ -57,6 +57,9 @@ class ChatResponse:
         model: the model name the server reports.
         duration_ms: wall time of the request in milliseconds.
         prompt_tokens / completion_tokens: as reported by the server, when it does.
+        reasoning: a thinking model's reasoning, sent apart from the answer (Ollama
+            ``message.thinking``, OpenAI-compatible ``reasoning_content``): kept in the run's
+            transcript and counted, never parsed for tool calls, never the answer.
     """
 
     content: str
@@ -66,6 +69,7 @@ class ChatResponse:
     duration_ms: float = 0.0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning: str = ""
 
 
 @runtime_checkable

@@ -255,6 +255,11 @@ class RoleUsage(_Model):
         description="the most characters one reply may carry (reply_too_large beyond)",
     )
     trims: list[ContextTrim] = Field(default_factory=list)
+    reasoning_chars: int = Field(
+        default=0,
+        description="characters of reasoning (thinking) the model sent apart from its answers; "
+        "kept in the run's transcript, never run",
+    )
 
 
 class ToolCallRecord(_Model):

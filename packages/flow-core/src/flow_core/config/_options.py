@@ -13,6 +13,9 @@ key                    Ollama ``/api/chat``                 OpenAI-compatible (l
 ``max_reply_tokens``   ``options.num_predict``              ``max_tokens``
 ``keep_alive``         top-level ``keep_alive``             not sent
 ``cache_prompt``       not sent                             ``cache_prompt`` (llama.cpp)
+``think``              top-level ``think``                  bool: ``chat_template_kwargs.``
+                                                            ``enable_thinking``; a level:
+                                                            ``reasoning_effort``
 =====================  ===================================  =================================
 
 ``context_tokens`` is also the window Flow fits each prompt into: the role's character budget
@@ -23,7 +26,7 @@ llama.cpp ``/props``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +51,8 @@ class ModelOptions(BaseModel):
         max_reply_tokens: the most tokens one reply may have (default ``DEFAULT_REPLY_TOKENS``).
         keep_alive: Ollama only: how long the model stays loaded (``"10m"``, ``"-1"``, ``"0"``).
         cache_prompt: llama.cpp only: reuse the KV cache of the previous request's prefix.
+        think: a thinking model's reasoning on (true), off (false) or at a level (``"low"``,
+            ``"medium"``, ``"high"``); the reasoning comes apart from the answer.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -58,6 +63,7 @@ class ModelOptions(BaseModel):
     max_reply_tokens: int | None = Field(default=None, gt=0)
     keep_alive: str | int | None = None
     cache_prompt: bool | None = None
+    think: bool | Literal["low", "medium", "high"] | None = None
 
 
 def merged_options(base: ModelOptions, override: ModelOptions | None) -> dict[str, Any]:

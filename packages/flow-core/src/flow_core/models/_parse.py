@@ -48,6 +48,8 @@ REPLY_ISSUE_CODES: dict[str, str] = {
     "finite numbers (the call was dropped)",
     "unknown_tool": "the model called a tool it was not offered (the call was dropped)",
     "empty_reply": "the reply had neither text nor tool calls",
+    "reasoning_only": "the reply held only reasoning (thinking), no answer and no tool call; "
+    "the reasoning is kept in the transcript, never run",
     "reply_too_large": "the reply text exceeded the size cap and was truncated",
     "context_overflow": "the reply was cut short by the context window or token limit",
     "call_cut_off": "a tool call came in a reply cut short by the length limit; it was not run",
@@ -182,7 +184,17 @@ def parse_reply(
                 )
             )
     if not text.strip() and not raw_calls:
-        issues.append(ReplyIssue("empty_reply", "the reply had neither text nor tool calls"))
+        thought = len(response.reasoning.strip()) + (len(content.strip()) - len(committed))
+        if thought > 0:
+            issues.append(
+                ReplyIssue(
+                    "reasoning_only",
+                    f"the reply held only reasoning ({thought} characters) and no answer; "
+                    "now give the answer, or one tool call",
+                )
+            )
+        else:
+            issues.append(ReplyIssue("empty_reply", "the reply had neither text nor tool calls"))
         return ParsedReply(text="", tool_calls=(), issues=tuple(issues))
 
     # Text-form calls from text that held lone surrogates carry U+FFFD where the model wrote

@@ -164,6 +164,7 @@ class OllamaBackend(HTTPBackend):
             duration_ms=monotonic_ms() - started,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
+            reasoning=reply.reasoning,
         )
 
     def list_models(self) -> list[str]:
@@ -210,6 +211,8 @@ class OllamaBackend(HTTPBackend):
         out: dict[str, Any] = {"options": wire} if wire else {}
         if "keep_alive" in opts:
             out["keep_alive"] = opts["keep_alive"]
+        if "think" in opts:  # a thinking model: reasoning apart, in message.thinking
+            out["think"] = opts["think"]
         return out
 
     def _server_window(self, model: str) -> int | None:
@@ -274,6 +277,7 @@ class OllamaBackend(HTTPBackend):
 
     def _read_stream(self, response: httpx.Response, model: str) -> ChatResponse:
         parts: list[str] = []
+        thoughts: list[str] = []
         calls: list[ToolCall] = []
         final: Mapping[str, Any] | None = None
         for number, line in enumerate(
@@ -286,8 +290,10 @@ class OllamaBackend(HTTPBackend):
                 text, more = self._message_parts(message)
                 parts.append(text)
                 calls.extend(more)
-                if text or more:  # the closing "done" line carries an empty message
-                    note_stream_fragment(len(text))
+                thinking = _thinking(message)
+                thoughts.append(thinking)
+                if text or more or thinking:  # the closing "done" line carries an empty message
+                    note_stream_fragment(len(text) + len(thinking))
             if chunk.get("done") is True:
                 final = chunk
                 break
@@ -297,7 +303,7 @@ class OllamaBackend(HTTPBackend):
                 '"done": true line (the reply may be incomplete)',
                 code="backend_malformed",
             )
-        return self._response("".join(parts), calls, final)
+        return self._response("".join(parts), calls, final, "".join(thoughts))
 
     def _read_single(self, raw: bytes, model: str) -> ChatResponse:
         data = self._decode(raw, "/api/chat")
@@ -306,10 +312,12 @@ class OllamaBackend(HTTPBackend):
         if message is None:
             raise self._malformed("/api/chat", "no 'message' object", data)
         text, calls = self._message_parts(message)
-        return self._response(text, calls, data)
+        return self._response(text, calls, data, _thinking(message))
 
     @staticmethod
-    def _response(text: str, calls: list[ToolCall], final: Mapping[str, Any]) -> ChatResponse:
+    def _response(
+        text: str, calls: list[ToolCall], final: Mapping[str, Any], thinking: str = ""
+    ) -> ChatResponse:
         reason = final.get("done_reason")
         model = final.get("model")
         return ChatResponse(
@@ -319,6 +327,7 @@ class OllamaBackend(HTTPBackend):
             model=model if isinstance(model, str) else "",
             prompt_tokens=_count(final.get("prompt_eval_count")),
             completion_tokens=_count(final.get("eval_count")),
+            reasoning=thinking,
         )
 
     def _message_parts(self, message: Any) -> tuple[str, list[ToolCall]]:
@@ -445,3 +454,9 @@ def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
 def _no_constant(name: str) -> Any:
     """NaN and Infinity are not JSON (RFC 8259): such arguments are not sent back."""
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _thinking(message: Any) -> str:
+    """A message's ``thinking`` text (a thinking model's reasoning), "" when none."""
+    value = message.get("thinking") if isinstance(message, Mapping) else None
+    return value if isinstance(value, str) else ""

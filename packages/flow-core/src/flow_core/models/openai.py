@@ -175,9 +175,11 @@ class OpenAIBackend(HTTPBackend):
 
     def wire_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``options`` (None: the backend's own) in the OpenAI form: ``temperature``, ``seed``,
-        ``max_tokens`` and llama.cpp's ``cache_prompt`` (the window is the server's)."""
+        ``max_tokens``, llama.cpp's ``cache_prompt`` (the window is the server's), and
+        ``think``: a bool as ``chat_template_kwargs.enable_thinking``, a level as
+        ``reasoning_effort``."""
         opts = self.request_options(options)
-        return {
+        out = {
             ours: opts[key]
             for key, ours in (
                 ("temperature", "temperature"),
@@ -187,6 +189,12 @@ class OpenAIBackend(HTTPBackend):
             )
             if key in opts
         }
+        think = opts.get("think")
+        if isinstance(think, bool):  # llama.cpp's and vLLM's switch for thinking templates
+            out["chat_template_kwargs"] = {"enable_thinking": think}
+        elif isinstance(think, str):  # "low" | "medium" | "high"
+            out["reasoning_effort"] = think
+        return out
 
     def _server_window(self, model: str) -> int | None:
         """llama.cpp's ``GET /props`` (``default_generation_settings.n_ctx``, or ``n_ctx``);
@@ -405,6 +413,7 @@ class OpenAIBackend(HTTPBackend):
             duration_ms=elapsed_ms,
             prompt_tokens=_count(usage.get("prompt_tokens")),
             completion_tokens=_count(usage.get("completion_tokens")),
+            reasoning=_reasoning(message),
         )
 
 
@@ -503,3 +512,12 @@ def _error_fields(body: bytes) -> dict[str, Any]:
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _reasoning(message: Mapping[str, Any]) -> str:
+    """The message's reasoning text (``reasoning_content``, or ``reasoning``), "" when none."""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""

@@ -78,6 +78,7 @@ class _RecordingBackend:
         self._record.transcript(
             "model_reply",
             content=response.content,
+            reasoning=response.reasoning,
             tool_calls=[dataclasses.asdict(c) for c in response.tool_calls],
             finish_reason=response.finish_reason,
             model=response.model,

@@ -157,6 +157,7 @@ class RoleLoop:
         usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
         usage.prompt_tokens += response.prompt_tokens or 0
         usage.completion_tokens += response.completion_tokens or 0
+        usage.reasoning_chars += len(response.reasoning)
         delivery = self.backend.tool_results_in_use(spec.model)
         if delivery is not None:
             usage.tool_results = delivery
