@@ -110,6 +110,9 @@ class Recorder:
     def tool_results_in_use(self, model: str) -> str | None:
         return None
 
+    def tool_definitions_reach(self, model: str) -> bool:
+        return True
+
 
 def _call(tool: str, **args: Any) -> ChatResponse:
     return ChatResponse("", tool_calls=(ToolCall(f"c{time.perf_counter_ns()}", tool, args),))

@@ -125,6 +125,17 @@ class ChatBackend(Protocol):
         for it; None before any request carried a tool result. Never asks the server."""
         ...
 
+    def tool_definitions_reach(self, model: str) -> bool:
+        """Whether tool definitions sent with a request reach ``model``'s prompt.
+
+        False when the server's chat template for ``model`` drops them (llama-cpp-python's
+        plain ``chatml``; an Ollama model without the ``tools`` capability): a role on that
+        model is then sent no tools and sees Flow's project map instead
+        (``docs/architecture.md``, "A role without tools"). Decided once per model; may ask
+        the server; True when the server cannot say. Never raises.
+        """
+        ...
+
     def list_models(self) -> list[str]:
         """Names of the models installed on the server."""
         ...

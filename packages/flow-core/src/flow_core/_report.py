@@ -260,6 +260,12 @@ class RoleUsage(_Model):
         description="characters of reasoning (thinking) the model sent apart from its answers; "
         "kept in the run's transcript, never run",
     )
+    tools_sent: bool | None = Field(
+        default=None,
+        description="whether the role's tool definitions were sent; false when the model's "
+        "chat template drops them (the role then had no tools; a planner got Flow's project "
+        "map instead); null before the role ran",
+    )
 
 
 class ToolCallRecord(_Model):

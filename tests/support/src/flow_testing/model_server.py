@@ -200,13 +200,20 @@ class FakeModelServer:
     Use as a context manager (or :meth:`start` / :meth:`close`); ``url`` is the base URL,
     ``queue(method, path, reply)`` adds a canned reply (used before the script), ``received``
     lists every request in arrival order, ``requests`` the bodies of the ``/api/chat`` ones.
+    ``capabilities`` is what ``/api/show`` reports for every model (without ``"tools"``: a
+    model whose template drops tool definitions).
     """
 
     def __init__(
-        self, script: Script | None = None, *, models: Sequence[str] = ("fake-coder", "fake-small")
+        self,
+        script: Script | None = None,
+        *,
+        models: Sequence[str] = ("fake-coder", "fake-small"),
+        capabilities: Sequence[str] = ("completion", "tools"),
     ) -> None:
         self.script = script
         self.models = list(models)
+        self.capabilities = list(capabilities)
         self._replies: dict[tuple[str, str], deque[Reply]] = defaultdict(deque)
         self._lock = threading.Lock()
         self.received: list[Received] = []
@@ -277,7 +284,7 @@ class FakeModelServer:
                 # A window of 32768 tokens (num_ctx), so a long scripted run fits it.
                 show = {
                     "details": {},
-                    "capabilities": ["completion", "tools"],
+                    "capabilities": self.capabilities,
                     "parameters": "num_ctx 32768",
                 }
                 return Reply(200, [json.dumps(show).encode()])

@@ -3,7 +3,8 @@
 The constructor checks (``check_backend_settings``, ``check_base_url``), the model options a
 request falls back to, the per-model window cache and the per-model tool-result delivery memo.
 A subclass says only what is its server's own: how to ask the server for a model's window
-(``_server_window``) and how ``"auto"`` picks a delivery (``_probe_delivery``). The seam these
+(``_server_window``), how ``"auto"`` picks a delivery (``_probe_delivery``) and how it learns
+whether tool definitions reach the model (``_probe_tools``). The seam these
 methods implement is ``flow_core._protocols.ChatBackend`` (``docs/architecture.md``,
 "Backends").
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Self
 
+from flow_core._errors import BackendError
 from flow_core.models._http import check_backend_settings, check_base_url
 
 __all__ = ["HTTPBackend"]
@@ -58,6 +60,8 @@ class HTTPBackend:
         self.tool_results = tool_results
         #: The delivery mode decided for each model (``"native"`` or ``"user"``).
         self.delivery: dict[str, str] = {}
+        #: Whether tool definitions reach each model's prompt (``tool_definitions_reach``).
+        self.tools_reach: dict[str, bool] = {}
         self._windows: dict[str, int | None] = {}
         self.base_url = check_base_url(base_url, allow_remote=allow_remote, setting=setting)
         self.timeout = float(timeout)
@@ -98,6 +102,22 @@ class HTTPBackend:
                 mode = self._probe_delivery(model)
             self.delivery[model] = mode
         return mode
+
+    def tool_definitions_reach(self, model: str) -> bool:
+        """Whether tool definitions reach ``model``'s prompt, asked once per model (the
+        subclass's ``_probe_tools``); True when the probe fails (the request then reports
+        the real problem)."""
+        known = self.tools_reach.get(model)
+        if known is None:
+            try:
+                known = self._probe_tools(model)
+            except BackendError:
+                known = True
+            self.tools_reach[model] = known
+        return known
+
+    def _probe_tools(self, model: str) -> bool:
+        raise NotImplementedError  # pragma: no cover - each backend probes its own way
 
     def _server_window(self, model: str) -> int | None:
         raise NotImplementedError  # pragma: no cover - each backend asks its own server

@@ -16,22 +16,27 @@ short conversation is counted with and without a tool result of known size, and 
 server's template did not render (the count did not grow by at least ``MIN_SHARE`` of the
 result's expected tokens) means ``"user"``. Where the server reports no count, auto means
 ``"native"`` (Ollama; the server's template is the model's own).
+
+The same count tells whether tool *definitions* reach the model (``PROBE_TOOL``, ``grew``):
+a template that drops the request's ``tools`` leaves the role blind to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from flow_core._protocols import ChatMessage, ToolCall
 
 __all__ = [
     "MIN_SHARE",
     "PROBE_RESULT",
+    "PROBE_TOOL",
     "ToolResults",
     "as_user_message",
     "choose",
     "deliver",
+    "grew",
     "probe_messages",
 ]
 
@@ -83,13 +88,30 @@ def probe_messages(*, with_result: bool) -> list[ChatMessage]:
     ]
 
 
+#: The tool definition ``tool_definitions_reach`` probes with: its description is the 60 words
+#: of ``PROBE_RESULT``, so a template that renders it adds at least 60 tokens.
+PROBE_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "probe_tool",
+        "description": PROBE_RESULT,
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def grew(with_it: int | None, without_it: int | None) -> bool:
+    """Whether a prompt counted ``with_it`` tokens grew by ``MIN_SHARE`` of the probe's 60
+    tokens over the same prompt without it; True when the server gave no count."""
+    if with_it is None or without_it is None:
+        return True
+    return with_it - without_it >= MIN_SHARE * _PROBE_MIN_TOKENS
+
+
 def choose(with_result: int | None, without_result: int | None) -> Literal["native", "user"]:
     """The delivery mode the two probe counts (prompt tokens) show.
 
     Returns ``"native"`` when the count grew by at least ``MIN_SHARE`` of the result's expected
     tokens, ``"user"`` when it did not, and ``"native"`` when the server gave no count.
     """
-    if with_result is None or without_result is None:
-        return "native"
-    grown = with_result - without_result
-    return "native" if grown >= MIN_SHARE * _PROBE_MIN_TOKENS else "user"
+    return "native" if grew(with_result, without_result) else "user"

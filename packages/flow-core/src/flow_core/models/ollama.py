@@ -95,6 +95,7 @@ class OllamaBackend(HTTPBackend):
         self._fix = "start `ollama serve` or fix ollama.base_url in the operator config"
         self._ids = itertools.count(1)
         self._closed = False
+        self._shown: dict[str, dict[str, Any]] = {}
         self._client = make_client(self.base_url, timeout=self.timeout, transport=transport)
 
     # ----------------------------------------------------------------------------------------
@@ -194,6 +195,17 @@ class OllamaBackend(HTTPBackend):
         """
         return self._json_request("POST", "/api/show", {"model": model}, model=model)
 
+    def _details(self, model: str) -> dict[str, Any]:
+        """``show(model)``, asked once per model for the window and the two probes (a failed
+        answer is not kept).
+
+        Raises:
+            BackendError: as ``show``.
+        """
+        if model not in self._shown:
+            self._shown[model] = self.show(model)
+        return self._shown[model]
+
     def wire_options(self, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``options`` (None: the backend's own) in Ollama's form: ``options`` (``num_ctx``,
         ``temperature``, ``seed``, ``num_predict``) and a top-level ``keep_alive``."""
@@ -219,7 +231,7 @@ class OllamaBackend(HTTPBackend):
         """``num_ctx`` from ``/api/show``'s ``parameters``, else Ollama's default of 4096, never
         more than the model's own ``*.context_length``; None when ``/api/show`` fails."""
         try:
-            info = self.show(model)
+            info = self._details(model)
         except BackendError:
             return None
         window = _OLLAMA_DEFAULT_CTX
@@ -241,7 +253,7 @@ class OllamaBackend(HTTPBackend):
         that never names the tool role; ``"native"`` otherwise, also when ``/api/show`` cannot
         be asked (the chat request then reports the real problem)."""
         try:
-            info = self.show(model)
+            info = self._details(model)
         except BackendError:
             info = {}
         caps = info.get("capabilities")
@@ -249,6 +261,21 @@ class OllamaBackend(HTTPBackend):
         no_tools = isinstance(caps, list) and "tools" not in caps
         blind = isinstance(template, str) and bool(template) and "tool" not in template
         return "user" if no_tools or blind else "native"
+
+    def _probe_tools(self, model: str) -> bool:
+        """False when ``/api/show`` lists capabilities without ``tools`` (Ollama then refuses a
+        request with tools), or, where it lists none, a template that never renders
+        ``.Tools``; True otherwise.
+
+        Raises:
+            BackendError: ``/api/show`` failed (``tool_definitions_reach`` then says True).
+        """
+        info = self._details(model)
+        caps = info.get("capabilities")
+        if isinstance(caps, list):
+            return "tools" in caps
+        template = info.get("template")
+        return not (isinstance(template, str) and template and ".Tools" not in template)
 
     def close(self) -> None:
         """Close the HTTP client (idempotent); later requests raise ``backend_closed``."""

@@ -28,7 +28,9 @@ Server quirks this module works around (measured against ``llama_cpp.server`` 0.
   resending the same or a larger prompt;
 * ``chatml-function-calling`` renders a ``tool`` message as an empty line and plain
   ``chatml`` drops it, so tool results are delivered as the ``tool_results`` setting says
-  (``flow_core.models._delivery``; ``"auto"`` probes the server's prompt token count).
+  (``flow_core.models._delivery``; ``"auto"`` probes the server's prompt token count);
+  plain ``chatml`` also drops the ``tools`` field itself, which ``tool_definitions_reach``
+  learns the same way (the prompt count with and without one tool definition).
 
 What the *model* said is never judged here. The OpenAI chat format defines tool-call
 ``arguments`` as a JSON-encoded string, so a string that decodes to a JSON object is decoded
@@ -51,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
 from flow_core.models._base import HTTPBackend
-from flow_core.models._delivery import choose, deliver, probe_messages
+from flow_core.models._delivery import PROBE_TOOL, choose, deliver, grew, probe_messages
 from flow_core.models._http import (
     HTTPStatusError,
     excerpt,
@@ -228,9 +230,30 @@ class OpenAIBackend(HTTPBackend):
         ]
         return choose(*counts)
 
-    def _prompt_tokens(self, model: str, messages: Sequence[ChatMessage]) -> int | None:
+    def _probe_tools(self, model: str) -> bool:
+        """Two one-token probes, one short question with and without a tool definition of
+        known size (``flow_core.models._delivery.PROBE_TOOL``): False when the server's
+        prompt count did not grow by ``MIN_SHARE`` of its expected tokens (llama-cpp-python's
+        plain ``chatml`` drops ``tools``); True when it grew or the server gave no count.
+
+        Raises:
+            BackendError: a probe request failed.
+        """
+        question = [ChatMessage(role="user", content="Say ok.")]
+        with_tools, without = (
+            self._prompt_tokens(model, question, tools=tools) for tools in ((PROBE_TOOL,), ())
+        )
+        return grew(with_tools, without)
+
+    def _prompt_tokens(
+        self,
+        model: str,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+    ) -> int | None:
         """The server's prompt token count for ``messages`` (one generated token at most)."""
-        body = self.request_body(model, messages)
+        body = self.request_body(model, messages, tools=tools)
         body["max_tokens"] = 1
         started = monotonic_ms()
         raw = self._post_completion(body, model)

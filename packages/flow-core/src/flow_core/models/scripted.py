@@ -40,6 +40,8 @@ class ScriptedBackend:
             keeps ``agent.max_context_chars``).
         tool_results: what ``tool_results_in_use`` returns once a request carried a tool
             result (``"native"`` or ``"user"``; default None: not reported).
+        tools_reach: what ``tool_definitions_reach`` returns (default True; False plays a
+            server whose template drops tool definitions).
 
     Attributes:
         requests: every ``(model, messages, tools, format)`` received, in order, including the
@@ -58,11 +60,13 @@ class ScriptedBackend:
         models: Sequence[str] = (),
         window: int | None = None,
         tool_results: str | None = None,
+        tools_reach: bool = True,
     ) -> None:
         self._replies = iter(replies)
         self._models = list(models)
         self._window = window
         self._tool_results = tool_results
+        self._tools_reach = tools_reach
         self._delivered: set[str] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -119,6 +123,10 @@ class ScriptedBackend:
     def tool_results_in_use(self, model: str) -> str | None:
         """The ``tool_results`` given at construction, once ``model`` was sent a tool result."""
         return self._tool_results if model in self._delivered else None
+
+    def tool_definitions_reach(self, model: str) -> bool:
+        """The ``tools_reach`` given at construction (the same for every model)."""
+        return self._tools_reach
 
     def list_models(self) -> list[str]:
         """The ``models`` given at construction."""

@@ -26,15 +26,22 @@ def list_prompts() -> list[str]:
 
 
 @cache
-def load_prompt(name: str) -> str:
+def load_prompt(name: str, *, tools: bool = True) -> str:
     """The text of one bundled prompt (UTF-8 Markdown).
 
     Args:
         name: a name from :func:`list_prompts` (no path, no extension).
+        tools: False for the variant of a role whose model receives no tool definitions
+            (``without_tools/NAME.md``; planner and reviewer): it promises no tool
+            (``docs/architecture.md``, "A role without tools").
 
     Raises:
-        KeyError: no bundled prompt has that name.
+        KeyError: no bundled prompt has that name (or no variant without tools).
     """
     if name not in list_prompts():
         raise KeyError(f"no bundled prompt named {name!r}; bundled: {', '.join(list_prompts())}")
-    return resources.files(__name__).joinpath(name + ".md").read_text(encoding="utf-8")
+    root = resources.files(__name__)
+    entry = root.joinpath(name + ".md") if tools else root / "without_tools" / (name + ".md")
+    if not entry.is_file():
+        raise KeyError(f"the bundled prompt {name!r} has no variant without tools")
+    return entry.read_text(encoding="utf-8")

@@ -1,6 +1,8 @@
 """One ``flow run``: the planner, then coder → checks → reviewer → gate cycles.
 
 1. **planner**: fresh context (bundled prompt + task), read-only tools; ends with a plan text.
+   A model that cannot receive tool definitions gets none and the project map instead
+   (``tools/_map.py``).
 2. Without trust the run stops here: nothing is written, no check runs, status
    ``"read_only"``, error ``not_trusted``.
 3. For each cycle up to ``agent.max_cycles``:
@@ -24,6 +26,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +34,13 @@ from flow_core._errors import EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
-from flow_core.run._loop import RoleSpec, run_role
+from flow_core.run._fence import fence
+from flow_core.run._loop import RoleSpec, guarded, run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import RoleOutcome, RunEnded, RunState
+from flow_core.tools._map import MAP_CHARS, project_map
 from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
 from flow_core.verify._suppress import added_suppressions
 
@@ -75,7 +80,9 @@ class RunDriver:
                 reasons = ["a required check already fails before any change (baseline_failing)"]
                 state.verification = blocked_verification(reasons, within_budgets=True)
                 return "error"
-        planner = self._role("planner", planner_prompt(task, self.config.checks), cycle=None)
+        planner = self._role(
+            "planner", planner_prompt(task, self.config.checks), cycle=None, map_for=task
+        )
         if not planner.completed:
             state.verification = blocked_verification(
                 [f"planner did not complete: {planner.failure}"], within_budgets=False
@@ -108,19 +115,33 @@ class RunDriver:
         *,
         cycle: int | None,
         response_format: Mapping[str, Any] | None = None,
+        map_for: str | None = None,
     ) -> RoleOutcome:
-        system = load_prompt(role)
+        """Run ``role`` on ``user``. A read-only role whose model cannot receive tool
+        definitions gets none, its prompt without tools and, with ``map_for`` (the task), the
+        project map (``docs/architecture.md``, "A role without tools")."""
         toolbox = self.run.toolbox(role, cycle)
+        model = self.config.model_for(role)
         try:
+            tools = role == "coder" or guarded(
+                self.state,
+                functools.partial(self.backend.tool_definitions_reach, model),
+                name=f"flow-{role}-tools",
+            )
+            if not tools and map_for is not None:
+                budget = min(MAP_CHARS, self.config.agent.max_context_chars // 4)
+                found = project_map(toolbox.workspace, map_for, budget=budget)
+                user += "\n\n" + fence("project map", found)
             spec = RoleSpec(
                 role=role,
-                model=self.config.model_for(role),
-                system=system,
+                model=model,
+                system=load_prompt(role, tools=tools),
                 user=user,
                 toolbox=toolbox,
                 cycle=cycle,
                 response_format=response_format,
                 options=self.config.options_for(role),
+                tools=tools,
             )
             return run_role(self.state, self.backend, self.config.agent, spec)
         except RunEnded as ended:

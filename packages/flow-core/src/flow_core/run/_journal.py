@@ -95,6 +95,9 @@ class _RecordingBackend:
     def tool_results_in_use(self, model: str) -> str | None:
         return self._inner.tool_results_in_use(model)
 
+    def tool_definitions_reach(self, model: str) -> bool:
+        return self._inner.tool_definitions_reach(model)
+
     def list_models(self) -> list[str]:
         return self._inner.list_models()
 

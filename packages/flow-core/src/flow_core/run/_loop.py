@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from flow_core.models import ParsedReply
     from flow_core.tools import ToolBox
 
-__all__ = ["RoleLoop", "RoleSpec", "run_role"]
+__all__ = ["RoleLoop", "RoleSpec", "guarded", "run_role"]
 
 T = TypeVar("T")
 
@@ -61,6 +61,8 @@ class RoleSpec:
         cycle: the repair cycle, None for the planner.
         response_format: a JSON Schema for the reply (the reviewer's), or None.
         options: the role's model options (``FlowConfig.options_for``), sent with each request.
+        tools: False when the model cannot receive tool definitions
+            (``ChatBackend.tool_definitions_reach``): none is sent and none can be called.
     """
 
     role: Role
@@ -71,6 +73,17 @@ class RoleSpec:
     cycle: int | None = None
     response_format: Mapping[str, Any] | None = None
     options: Mapping[str, Any] | None = None
+    tools: bool = True
+
+    @property
+    def schemas(self) -> list[dict[str, Any]]:
+        """The tool schemas sent with each request (none without ``tools``)."""
+        return self.toolbox.schemas if self.tools else []
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The tool names the role may call (none without ``tools``)."""
+        return self.toolbox.names if self.tools else frozenset()
 
 
 def run_role(
@@ -103,17 +116,15 @@ class RoleLoop:
         self.spec = spec
         self.role, self.cycle, self.toolbox = spec.role, spec.cycle, spec.toolbox
         self.usage = state.roles.setdefault(spec.role, RoleUsage(model=spec.model))
-        self.budget = _guarded(
+        self.budget = guarded(
             state,
             functools.partial(role_budget, backend, agent, spec.model, spec.options),
             name=f"flow-{spec.role}-window",
         )
         self.limit = self.budget.context_chars
         self.backend = state.journal.wrap(backend, role=spec.role, cycle=spec.cycle)
-        self.ctx = Context(spec.toolbox.schema_chars)
-        self.watch = StallWatch(
-            spec.toolbox.schemas, agent.max_repeated_calls, agent.max_idle_turns
-        )
+        self.ctx = Context(spec.toolbox.schema_chars if spec.tools else 0)
+        self.watch = StallWatch(spec.schemas, agent.max_repeated_calls, agent.max_idle_turns)
 
     # -- run → step → query → execute ---------------------------------------------------------
 
@@ -185,7 +196,7 @@ class RoleLoop:
         from flow_core.models import parse_reply
 
         spec = self.spec
-        parsed = parse_reply(response, self.toolbox.names, max_chars=self.budget.reply_chars)
+        parsed = parse_reply(response, spec.names, max_chars=self.budget.reply_chars)
         for code, message in operator_issues(
             parsed, response, role=self.role, options=spec.options, window=self.budget.window
         ):
@@ -226,6 +237,7 @@ class RoleLoop:
         usage.context_window = budget.window
         usage.context_chars_limit = budget.context_chars
         usage.reply_chars_limit = budget.reply_chars
+        usage.tools_sent = spec.tools
         self.state.note_context(0, self.limit)
         self.ctx.add(ChatMessage(role="system", content=spec.system))
         self.ctx.add(ChatMessage(role="user", content=spec.user))
@@ -379,14 +391,14 @@ def _ask(
         backend.chat,
         spec.model,
         list(ctx.messages),
-        tools=spec.toolbox.schemas,
+        tools=spec.schemas,
         format=spec.response_format,
         options=spec.options,
     )
     started = time.perf_counter()
     token = STREAM_METER.set(meter)
     try:
-        response = _guarded(state, chat, name=f"flow-{role}-model")
+        response = guarded(state, chat, name=f"flow-{role}-model")
     finally:
         STREAM_METER.reset(token)
         state.model_ms += (time.perf_counter() - started) * 1000.0
@@ -405,7 +417,7 @@ def _ask(
     return response
 
 
-def _guarded(state: RunState, fn: Callable[[], T], *, name: str) -> T:
+def guarded(state: RunState, fn: Callable[[], T], *, name: str) -> T:
     """``fn()`` (a request to the model server), abandoned when the run is asked to stop or
     its ``max_seconds`` runs out; the abandoned request's connections are shut down.
 

@@ -1,0 +1,168 @@
+"""The project map: what a role sees of the project when its model cannot receive tools.
+
+A chat template that drops the request's tool definitions (``ChatBackend.tool_definitions_reach``)
+leaves a read-only role with nothing to look at. Such a role is sent no tools; the planner is
+given this map instead (``docs/architecture.md``, "A role without tools"):
+
+* the file list (``Workspace.walk``, the same rules as ``list_files``: generated folders and
+  refused names are left out), at most ``MAX_MAP_FILES`` paths;
+* the outlines (``flow_core.tools._outline``: definitions with their line ranges) of the files
+  the task names, then of the files that define the task's identifiers, most matches first;
+
+all within ``budget`` characters (the file list takes at most ``LIST_SHARE`` of it). Files are
+read through the workspace, so a file ``read_file`` would refuse is never outlined.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from flow_core.tools._lines import split_lines
+from flow_core.tools._outline import outline
+
+if TYPE_CHECKING:
+    from flow_safeio import Workspace
+
+__all__ = ["MAP_CHARS", "MAX_MAP_FILES", "project_map", "task_words"]
+
+#: The map's default budget in characters (about 1,500 tokens).
+MAP_CHARS = 6_000
+#: Most paths in the map's file list.
+MAX_MAP_FILES = 200
+#: The file list's share of the budget; the outlines get the rest.
+LIST_SHARE = 0.4
+#: Most files read to match the task's identifiers, and the largest one read (bytes).
+_MAX_SCANNED = 400
+_MAX_SCAN_BYTES = 256 * 1024
+_WALK_LIMIT = 5_000
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_PATHLIKE = re.compile(r"[\w./-]+\.[A-Za-z0-9]+")
+#: Words too common in a task to point at one definition.
+_COMMON = frozenset(
+    re.findall(
+        r"\w+",
+        "the and for that this with from into when what which where should must does not "
+        "are was were has have its can will all any but out too than then them they their "
+        "make made fix add use used test tests file files code function functions method "
+        "class value values return returns error bug change",
+    )
+)
+
+
+def task_words(task: str) -> set[str]:
+    """The identifiers of ``task`` worth matching against definitions: three characters or
+    more, common English words left out (a dotted name counts by each of its parts)."""
+    return {w for w in _IDENT.findall(task) if w.lower() not in _COMMON}
+
+
+def project_map(workspace: Workspace, task: str, *, budget: int = MAP_CHARS) -> str:
+    """The map of the module docstring for ``task``, at most ``budget`` characters.
+
+    Returns:
+        Plain text: a header, the file list (``[N more files not listed]`` when capped), and
+        one ``Outline of PATH (N lines):`` block per outlined file, each row
+        ``FIRST-LAST kind name(signature)``.
+    """
+    files = list(workspace.walk(".", limit=_WALK_LIMIT))
+    head = f"Project map ({len(files)} files{'+' if len(files) >= _WALK_LIMIT else ''}):"
+    listed = _file_list(files, int(budget * LIST_SHARE))
+    out = [head, listed]
+    used = len(head) + len(listed) + 2
+    for rel in _relevant(workspace, files, task):
+        block = _outline_block(workspace, rel, budget - used)
+        if block is None:
+            break
+        if block:
+            out.append(block)
+            used += len(block) + 1
+    return "\n".join(out)[:budget]
+
+
+def _file_list(files: Sequence[str], budget: int) -> str:
+    """Up to ``MAX_MAP_FILES`` paths within ``budget`` characters, with a count of the rest."""
+    shown: list[str] = []
+    size = 0
+    for rel in files[:MAX_MAP_FILES]:
+        if size + len(rel) + 1 > budget - 40:
+            break
+        shown.append(rel)
+        size += len(rel) + 1
+    rest = len(files) - len(shown)
+    if rest:
+        shown.append(f"[{rest} more files not listed]")
+    return "\n".join(shown) if shown else "(no files)"
+
+
+def _relevant(workspace: Workspace, files: Sequence[str], task: str) -> list[str]:
+    """The files the task names (in the order named), then the files defining the task's
+    identifiers, most distinct identifiers first."""
+    named: list[str] = []
+    mentioned = _PATHLIKE.findall(task)
+    for mention in mentioned:
+        token = mention.strip("./")
+        for rel in files:
+            if rel not in named and (rel == token or rel.endswith("/" + token)):
+                named.append(rel)
+    words = task_words(task)
+    scored: list[tuple[int, str]] = []
+    for rel in _scannable(files, named):
+        hits = _defined(workspace, rel, words)
+        if hits:
+            scored.append((-hits, rel))
+    return named + [rel for _, rel in sorted(scored)]
+
+
+def _scannable(files: Sequence[str], named: Iterable[str]) -> list[str]:
+    skip = set(named)
+    return [rel for rel in files if rel not in skip][:_MAX_SCANNED]
+
+
+def _read(workspace: Workspace, rel: str) -> str | None:
+    """``rel``'s text, or None when it cannot be read as UTF-8 text of a sensible size."""
+    try:
+        data = workspace.read_bytes(rel)
+    except OSError:  # a refusal of the workspace's rules (SafeIOError), or a file gone
+        return None
+    if len(data) > _MAX_SCAN_BYTES or b"\0" in data[:4096]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _defined(workspace: Workspace, rel: str, words: set[str]) -> int:
+    """How many of ``words`` name a definition of ``rel``."""
+    if not words:
+        return 0
+    text = _read(workspace, rel)
+    if text is None or not any(w in text for w in words):
+        return 0
+    defs, _ = outline(text, rel)
+    return len(words & {d.name for d in defs})
+
+
+def _outline_block(workspace: Workspace, rel: str, room: int) -> str | None:
+    """``rel``'s outline cut to ``room`` characters; "" when it has none; None when there is
+    no room left for even its header."""
+    header_room = len(rel) + 40
+    if room < header_room:
+        return None
+    text = _read(workspace, rel)
+    if text is None:
+        return ""
+    defs, _ = outline(text, rel)
+    if not defs:
+        return ""
+    lines = [f"Outline of {rel} ({len(split_lines(text))} lines):"]
+    size = len(lines[0])
+    for d in defs:
+        row = f"  {d.start}-{d.end} {'  ' * d.depth}{d.kind} {d.name}{d.signature}"
+        if size + len(row) + 1 > room - 30:
+            lines.append("  [outline cut to fit the map]")
+            break
+        lines.append(row)
+        size += len(row) + 1
+    return "\n".join(lines)
