@@ -47,6 +47,7 @@ def test_every_code_is_documented() -> None:
         "context_overflow",
         "call_cut_off",
         "invalid_unicode",
+        "ambiguous_call",
     }
     assert all(REPLY_ISSUE_CODES.values())
 

@@ -394,6 +394,12 @@ ADVICE: Final[Mapping[str, tuple[str, str]]] = MappingProxyType(
             "the reply hit the length limit in the middle of a tool call",
             "raise the model's reply token limit; the model is told and may try again",
         ),
+        "ambiguous_call": (
+            "a model without structured tool calls wrote a call as text whose value held the "
+            "wrapper's own tags (</parameter>, </function>, </tool_call>), so its end was unclear",
+            "nothing to fix for one turn (the model is told and may send it again); a server "
+            "with structured tool calls, or guided decoding, avoids it",
+        ),
         "invalid_unicode": (
             "a model that emitted broken surrogate pairs",
             "nothing to fix; the text was repaired and the run goes on",

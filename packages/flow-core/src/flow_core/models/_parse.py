@@ -17,7 +17,8 @@ What is acted on (the rules that keep Flow from executing what the model did not
 * they are recovered only from an explicit wrapper (``<tool_call>...</tool_call>``,
   ``<function=NAME>...</function>``) outside Markdown code, or from a reply that is nothing
   but a call (a bare JSON call, or one fenced JSON block holding only a call); JSON quoted in
-  prose, fenced or not, is prose;
+  prose, fenced or not, is prose; a call whose value holds the wrapper's own tags is taken
+  whole or not run (``models/_textcalls.py``, ``ambiguous_call``);
 * two calls with the same id get distinct ids (``ID~2``, ...), so each gets its own result;
 * text that is not valid Unicode (a lone UTF-16 surrogate) is replaced by U+FFFD in the text
   (``invalid_unicode``) and makes a call's arguments invalid (``invalid_arguments``), as does
@@ -29,15 +30,14 @@ Issue codes: see ``REPLY_ISSUE_CODES``. Dropped calls keep their id in the issue
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import re
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 from flow_core._protocols import ChatResponse, ToolCall
+from flow_core.models._textcalls import WRAPPER_OPEN, committed as _committed, mask_code, text_calls
 
 __all__ = ["REPLY_ISSUE_CODES", "ParsedReply", "ReplyIssue", "parse_reply"]
 
@@ -53,6 +53,8 @@ REPLY_ISSUE_CODES: dict[str, str] = {
     "reply_too_large": "the reply text exceeded the size cap and was truncated",
     "context_overflow": "the reply was cut short by the context window or token limit",
     "call_cut_off": "a tool call came in a reply cut short by the length limit; it was not run",
+    "ambiguous_call": "a tool call written as text held the wrapper's own tags inside a value, "
+    "so where it ends is unclear; no text call of that reply was run",
     "invalid_unicode": "the reply text held invalid Unicode (lone surrogates); they were "
     "replaced by U+FFFD",
 }
@@ -60,16 +62,6 @@ REPLY_ISSUE_CODES: dict[str, str] = {
 #: ``finish_reason`` values that mean the reply was stopped by a length limit.
 _CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
 
-_TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
-_FUNCTION_TAG = re.compile(r"<function=([^>\s]+)\s*>(.*?)</function>", re.DOTALL)
-_PARAMETER_TAG = re.compile(
-    r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL
-)
-_WRAPPER_OPEN = re.compile(r"<tool_call>|<function=[^>\s]+\s*>")
-_REASONING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)", re.DOTALL | re.IGNORECASE)
-_ONLY_FENCE = re.compile(r"\A```[\w-]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
-_FENCE = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
-_INLINE_CODE = re.compile(r"(`+)(?!`)[^\n]{1,500}?(?<!`)\1(?!`)")
 _MAX_NAME_SHOWN = 60
 
 
@@ -164,7 +156,16 @@ def parse_reply(
     raw_calls = _unique_ids(list(response.tool_calls))
     text = committed
     if not raw_calls:
-        recovered, text = _text_calls(committed)
+        recovered, text, ambiguous = text_calls(committed)
+        if ambiguous:
+            issues.append(
+                ReplyIssue(
+                    "ambiguous_call",
+                    "a tool call written as text had the wrapper's own tags inside a value, "
+                    "so where it ends is unclear; none of the reply's text calls was run; "
+                    "use the structured tool-calling interface, or JSON arguments",
+                )
+            )
         for call in recovered:
             issues.append(
                 ReplyIssue(
@@ -175,7 +176,7 @@ def parse_reply(
                 )
             )
         raw_calls = recovered
-        if cut_off and not recovered and _WRAPPER_OPEN.search(_mask_code(committed)):
+        if cut_off and not recovered and WRAPPER_OPEN.search(mask_code(committed)):
             issues.append(
                 ReplyIssue(
                     "call_cut_off",
@@ -390,145 +391,3 @@ def _json_type(value: Any) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object with non-string keys" if isinstance(value, dict) else type(value).__name__
-
-
-# --------------------------------------------------------------------------------------------
-# Tool calls written as text
-
-
-def _committed(content: str) -> str:
-    """The answer the model committed to: reasoning blocks (also an unclosed one) removed."""
-    if "<" not in content:
-        return content
-    return _REASONING.sub("", content).strip() if _REASONING.search(content) else content
-
-
-def _mask_code(text: str) -> str:
-    """``text`` with Markdown code (fenced blocks, inline spans) blanked, offsets kept."""
-
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return _INLINE_CODE.sub(blank, _FENCE.sub(blank, text))
-
-
-def _text_calls(content: str) -> tuple[list[ToolCall], str]:
-    """Calls written in ``content``; return them and the content without them."""
-    found: list[tuple[str, Any]] = []
-    spans: list[tuple[int, int]] = []
-    stripped = content.strip()
-    whole = _whole_reply_call(stripped)
-    if whole:
-        found, spans = whole, [(0, len(content))]
-    else:
-        masked = _mask_code(content)
-        for m in _TOOL_CALL_TAG.finditer(masked):
-            body = content[m.start(1) : m.end(1)]
-            got = _function_tags(body) or _json_calls(body)
-            if got:
-                found.extend(got)
-                spans.append(m.span())
-        if not found:
-            for m in _function_tag_matches(masked):
-                got = _function_tags(content[m.start() : m.end()])
-                if got:
-                    found.extend(got)
-                    spans.append(m.span())
-    if not found:
-        return [], content
-    digest = hashlib.sha1(content.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()
-    calls = [
-        ToolCall(id=f"text_{digest[:8]}_{i}", name=name, arguments=args)
-        for i, (name, args) in enumerate(found, start=1)
-    ]
-    rest: list[str] = []
-    pos = 0
-    for start, end in sorted(spans):
-        rest.append(content[pos:start])
-        pos = end
-    rest.append(content[pos:])
-    return calls, "".join(rest).strip()
-
-
-def _whole_reply_call(stripped: str) -> list[tuple[str, Any]]:
-    """The calls of a reply that is nothing but a call: bare JSON, or one fenced JSON block."""
-    if not stripped:
-        return []
-    fence = _ONLY_FENCE.match(stripped)
-    body = (fence.group(1) if fence else stripped).strip()
-    if body.startswith(("{", "[")):
-        return _json_calls(body)
-    if fence and body.startswith("<"):  # a fenced block holding nothing but a wrapper
-        tag = _TOOL_CALL_TAG.fullmatch(body) or _FUNCTION_TAG.fullmatch(body)
-        if tag:
-            return _function_tags(body) or _json_calls(tag.group(1))
-    return []
-
-
-def _function_tag_matches(text: str) -> Iterator[re.Match[str]]:
-    """``<function=...>...</function>`` matches, searched only up to the last closing tag.
-
-    An opening tag with no closing tag after it would otherwise be scanned to the end of the
-    text once per opening tag (quadratic time on a reply full of unclosed tags).
-    """
-    end = text.rfind("</function>")
-    if end != -1:
-        yield from _FUNCTION_TAG.finditer(text, 0, end + len("</function>"))
-
-
-def _function_tags(body: str) -> list[tuple[str, Any]]:
-    """``<function=NAME>{json}</function>`` or ``<function=NAME><parameter=K>V</parameter>``."""
-    out: list[tuple[str, Any]] = []
-    for m in _function_tag_matches(body):
-        name, inner = m.group(1), m.group(2)
-        params = list(_PARAMETER_TAG.finditer(inner))
-        if params:
-            out.append((name, {p.group(1): _strip_one_newline(p.group(2)) for p in params}))
-            continue
-        stripped = inner.strip()
-        if not stripped:
-            out.append((name, {}))
-            continue
-        try:
-            out.append((name, json.loads(stripped)))
-        except (ValueError, RecursionError):
-            out.append((name, stripped))  # left as a string: classified as invalid later
-    return out
-
-
-def _strip_one_newline(value: str) -> str:
-    value = value.removeprefix("\n")
-    return value.removesuffix("\n")
-
-
-def _call_from_obj(obj: Any) -> tuple[str, Any] | None:
-    """A (name, arguments) pair from the JSON shapes models use, else None."""
-    if not isinstance(obj, Mapping):
-        return None
-    if isinstance(obj.get("function"), Mapping):
-        return _call_from_obj(obj["function"])
-    name = obj.get("name", obj.get("tool_name", obj.get("tool")))
-    if not isinstance(name, str) or not name:
-        return None
-    for key in ("arguments", "parameters", "args", "input"):
-        if key in obj:
-            return name, obj[key]
-    return None
-
-
-def _calls_from_json(value: Any) -> list[tuple[str, Any]]:
-    if isinstance(value, Mapping) and isinstance(value.get("tool_calls"), list):
-        value = value["tool_calls"]
-    items = value if isinstance(value, list) else [value]
-    out = [_call_from_obj(v) for v in items]
-    if not out or any(c is None for c in out):
-        return []
-    return [c for c in out if c is not None]
-
-
-def _json_calls(text: str) -> list[tuple[str, Any]]:
-    try:
-        value = json.loads(text.strip())
-    except (ValueError, RecursionError):
-        return []
-    return _calls_from_json(value)
