@@ -69,6 +69,16 @@ def _requests_of(fake, role: str) -> list[dict[str, Any]]:
     return [r for r in fake.requests if _role(r) == role]
 
 
+def _blind_planner_sees(env, h, tmp_path: Path, workspace: Path, fake_ollama, task: str) -> str:
+    """The planner's user message in a read-only run on a model without tools."""
+    fake = fake_ollama(script, capabilities=NO_TOOLS)
+    cfg = _config(h, tmp_path, workspace, fake.url)
+    result = env.flow("run", task, "--config", str(cfg))
+    assert result.code == 1, result.stderr
+    (planner,) = _requests_of(fake, "planner")
+    return str(planner["messages"][1]["content"])
+
+
 def test_a_planner_without_tools_gets_the_map_and_no_promise(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -103,12 +113,9 @@ def test_a_planner_without_tools_gets_the_map_and_no_promise(
 
 def test_a_file_the_task_names_is_outlined_first(env, h, tmp_path, workspace, fake_ollama) -> None:
     _project(workspace)
-    fake = fake_ollama(script, capabilities=NO_TOOLS)
-    cfg = _config(h, tmp_path, workspace, fake.url)
-    result = env.flow("run", "make helper in pkg/unrelated.py return 2", "--config", str(cfg))
-    assert result.code == 1, result.stderr
-    (planner,) = _requests_of(fake, "planner")
-    user = planner["messages"][1]["content"]
+    user = _blind_planner_sees(
+        env, h, tmp_path, workspace, fake_ollama, "make helper in pkg/unrelated.py return 2"
+    )
     assert "Outline of pkg/unrelated.py (2 lines):" in user
     assert "def helper()" in user
 
@@ -120,12 +127,9 @@ def test_a_large_project_stays_within_the_map_budget(
     many.mkdir()
     for i in range(1_500):
         (many / f"module_{i:04d}.py").write_text(f"def f{i}():\n    return {i}\n")
-    fake = fake_ollama(script, capabilities=NO_TOOLS)
-    cfg = _config(h, tmp_path, workspace, fake.url)
-    result = env.flow("run", "change f7 in many/module_0007.py", "--config", str(cfg))
-    assert result.code == 1, result.stderr
-    (planner,) = _requests_of(fake, "planner")
-    user = planner["messages"][1]["content"]
+    user = _blind_planner_sees(
+        env, h, tmp_path, workspace, fake_ollama, "change f7 in many/module_0007.py"
+    )
     assert "Project map (1501 files):" in user
     assert "more files not listed]" in user
     assert "Outline of many/module_0007.py" in user
