@@ -12,6 +12,10 @@
    budget derived from it) and with the old fixed budget of 100,000 characters.
    Targets (issue 13): processed <= 10,500 with the window (21,180 measured before), and no
    prompt over the window.
+   Also the coder's fixed overhead (its system prompt and tool definitions; target, issue 25:
+   <= 1,000 tokens) and the first coder request beside peers' first requests (``PEERS``:
+   figures measured on a real run of the same server and model, not by this script; this
+   script's task is its own, so the comparison is of sizes, not of identical prompts).
 2. Interrupt latency: a run whose model request never gets an answer (a loopback socket that
    accepts and stays silent) is interrupted from another thread; the time until ``run``
    returns ``interrupted``, and whether the server saw its connection close. Target < 0.5 s.
@@ -173,15 +177,54 @@ def _measure(count: Callable[[str], list[int]], *, window: bool) -> dict[str, An
             processed += len(tokens) - shared
             last[role] = tokens
         peak = max(len(t) for _, t in backend.prompts)
+        coder_first = next(len(t) for r, t in backend.prompts if r.startswith("# Role: coder"))
         trims = sum(len(u.trims) for u in report.roles.values())
         return {
             "requests": len(backend.prompts),
             "processed_tokens": processed,
             "peak_prompt_tokens": peak,
+            "coder_first_request_tokens": coder_first,
             "over_window": peak > WINDOW,
             "trims_and_cuts": trims,
             "status": report.status,
         }
+
+
+#: Peers' first-request prompt tokens on the same server, model and task (issue 25: a recording
+#: proxy in front of llama.cpp serving SmolLM2-135M, the more-itertools ``chunked`` task).
+PEERS = {"mini-swe-agent": {"first_request_prompt_tokens": 1_134}}
+#: Flow's coder on that run before its prompts were made lean (issue 25).
+FLOW_BEFORE = {"coder_first_request_prompt_tokens": 2_001}
+#: The coder's fixed overhead target: its system prompt and tool definitions, in tokens.
+TARGET_OVERHEAD = 1_000
+
+
+def _coder_overhead(count: Callable[[str], list[int]]) -> dict[str, Any]:
+    """The coder's fixed overhead: its system prompt and its tool definitions as one ChatML
+    system turn (``_render``), with one configured check."""
+    from flow_core import load_prompt
+    from flow_core.tools import ToolBox, ToolLedger
+    from flow_safeio import Workspace
+
+    with tempfile.TemporaryDirectory() as tmp, Workspace(tmp) as ws:
+        box = ToolBox(
+            role="coder",
+            workspace=ws,
+            ledger=ToolLedger(16),
+            trusted=True,
+            check_names=["tests"],
+            run_check=lambda name: None,  # type: ignore[arg-type,return-value]
+        )
+        schemas = box.schemas
+    system = [ChatMessage("system", load_prompt("coder"))]
+    total = len(count(_render(system, schemas)))
+    return {
+        "system_prompt_tokens": len(count(_render(system, []))),
+        "tool_definition_tokens": total - len(count(_render(system, []))),
+        "fixed_overhead_tokens": total,
+        "target": TARGET_OVERHEAD,
+        "ok": total <= TARGET_OVERHEAD,
+    }
 
 
 def _interrupt_latency() -> dict[str, Any]:
@@ -253,6 +296,12 @@ def main() -> None:
         "before_issue_13": 21_180,
         "processed_ok": with_window["processed_tokens"] <= 10_500
         and not with_window["over_window"],
+        "coder_overhead": _coder_overhead(count),
+        "first_request_tokens": {
+            "flow_coder": with_window["coder_first_request_tokens"],
+            "flow_coder_before_issue_25": FLOW_BEFORE["coder_first_request_prompt_tokens"],
+            **{name: figures["first_request_prompt_tokens"] for name, figures in PEERS.items()},
+        },
         "interrupt": _interrupt_latency(),
     }
     print(json.dumps(out, indent=2))

@@ -49,8 +49,8 @@ def errors(report: Report) -> list[tuple[str, str | None]]:
 
 
 ECHOES = [
-    {"path": "workspace-relative path with '/' separators"},
-    {"path": "  Workspace-relative path with '/' separators.  "},
+    {"path": "relative path"},
+    {"path": "  Relative path.  "},
     {"path": "<path>"},
     {"path": {"type": "string", "description": "a path"}},
 ]
@@ -70,7 +70,7 @@ def test_schema_text_as_an_argument_ends_the_role_without_running_it(
 
 
 def test_a_real_argument_that_mentions_schema_words_runs(make: Callable[..., FlowConfig]) -> None:
-    query = call("search_text", query="workspace-relative path")
+    query = call("search_text", query="relative path to the file")
     report, _ = run(make(CHECKS), [query, PLAN])
     assert "schema_echo" not in [c for c, _ in errors(report)]
     assert report.plan == PLAN.content
@@ -169,7 +169,7 @@ def test_a_reply_cut_by_its_cap_is_told_apart_from_the_window(
 
 def test_schema_texts_cover_every_described_parameter() -> None:
     texts = schema_texts(TOOL_SCHEMAS.values())
-    assert "relative directory; '' for the root" in texts["list_files"]
+    assert "directory; '' for the root" in texts["list_files"]
     assert "<path>" in texts["outline"]
     watch = StallWatch(list(TOOL_SCHEMAS.values()), max_repeated_calls=2, max_idle_turns=3)
     ok = ToolCall("a", "search_text", {"query": "string"})

@@ -34,71 +34,52 @@ def function_schema(
     }
 
 
-_PATH = {"type": "string", "description": "workspace-relative path with '/' separators"}
+_PATH = {"type": "string", "description": "relative path"}
+_LINE = {"type": "integer", "minimum": 1}
 
-#: Flow's own tools as the model sees them, by name.
+#: Flow's own tools as the model sees them, by name. The descriptions are short on purpose:
+#: they are part of every request of the coder (``bench/bench_context.py`` counts them).
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "list_files": function_schema(
         "list_files",
-        "List files under a workspace directory (recursive, capped; generated folders skipped).",
-        {"path": {"type": "string", "description": "relative directory; '' for the root"}},
+        "List files under a directory (recursive, capped).",
+        {"path": {"type": "string", "description": "directory; '' for the root"}},
         [],
     ),
     "read_file": function_schema(
         "read_file",
-        "Read numbered lines of a UTF-8 text file (at most 250 lines per call). The reply "
-        "gives the total line count and, when the file goes on, the start_line to read next. "
-        "Use search_text or outline first, then read only the lines you need.",
-        {
-            "path": _PATH,
-            "start_line": {"type": "integer", "minimum": 1, "description": "first line (1-based)"},
-            "end_line": {"type": "integer", "minimum": 1, "description": "last line, inclusive"},
-            "start_col": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "first column of start_line, for the rest of a very long line",
-            },
-        },
+        "Read numbered lines of a text file (at most 250 a call; the reply says what is left).",
+        {"path": _PATH, "start_line": _LINE, "end_line": _LINE, "start_col": _LINE},
         ["path"],
     ),
     "search_text": function_schema(
         "search_text",
-        "Find lines matching a query in workspace files; each match is PATH:LINE:COL: TEXT.",
+        "Find lines matching query; each match is PATH:LINE:COL: TEXT.",
         {
             "query": {"type": "string", "minLength": 1},
-            "regex": {
-                "type": "boolean",
-                "description": "treat query as a Python regular expression (default: literal)",
-            },
+            "regex": {"type": "boolean", "description": "a Python regex (default: literal)"},
             "ignore_case": {"type": "boolean"},
-            "context": {
-                "type": "integer",
-                "minimum": 0,
-                "maximum": MAX_CONTEXT_LINES,
-                "description": "lines shown before and after each match",
-            },
-            "path": {"type": "string", "description": "only files under this relative path"},
+            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT_LINES},
+            "path": {"type": "string", "description": "only files under this path"},
             "max_matches": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_MATCHES},
         },
         ["query"],
     ),
     "outline": function_schema(
         "outline",
-        "List a file's definitions (classes, functions, methods; headings in Markdown) with "
-        "their line ranges, to read one with read_file start_line/end_line.",
+        "A file's definitions (classes, functions; Markdown headings) with line ranges.",
         {"path": _PATH},
         ["path"],
     ),
     "write_file": function_schema(
         "write_file",
-        "Create or replace a whole file with the given UTF-8 content.",
+        "Create or replace a whole file.",
         {"path": _PATH, "content": {"type": "string"}},
         ["path", "content"],
     ),
     "edit_file": function_schema(
         "edit_file",
-        "Replace exactly one occurrence of old_text with new_text. old_text must match the "
-        "file exactly (spaces, line endings) and occur exactly once.",
+        "Replace the one exact occurrence of old_text with new_text.",
         {
             "path": _PATH,
             "old_text": {"type": "string", "minLength": 1},

@@ -274,7 +274,7 @@ class ToolBox:
     def _run_check_schema(self) -> dict[str, Any]:
         return function_schema(
             "run_check",
-            "Run one operator-configured check by name and see its result.",
+            "Run one of the operator's named checks and see its result.",
             {"name": {"type": "string", "enum": list(self._check_names)}},
             ["name"],
         )
