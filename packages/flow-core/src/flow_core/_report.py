@@ -266,6 +266,12 @@ class RoleUsage(_Model):
         "chat template drops them (the role then had no tools; a planner got Flow's project "
         "map instead); null before the role ran",
     )
+    guided: Literal["on", "off"] | None = Field(
+        default=None,
+        description="on: each reply was constrained to one of the role's tool calls or a final "
+        "answer by a JSON schema (the guided model option: on, or auto and the server passed "
+        "the probe); off: free replies; null before the role ran",
+    )
 
 
 class ToolCallRecord(_Model):

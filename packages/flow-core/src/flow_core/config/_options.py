@@ -16,6 +16,8 @@ key                    Ollama ``/api/chat``                 OpenAI-compatible (l
 ``think``              top-level ``think``                  bool: ``chat_template_kwargs.``
                                                             ``enable_thinking``; a level:
                                                             ``reasoning_effort``
+``guided``             a reply schema in ``format``         a reply schema in
+                                                            ``response_format``
 =====================  ===================================  =================================
 
 ``context_tokens`` is also the window Flow fits each prompt into: the role's character budget
@@ -53,6 +55,9 @@ class ModelOptions(BaseModel):
         cache_prompt: llama.cpp only: reuse the KV cache of the previous request's prefix.
         think: a thinking model's reasoning on (true), off (false) or at a level (``"low"``,
             ``"medium"``, ``"high"``); the reasoning comes apart from the answer.
+        guided: constrain each reply to one of the role's tool calls or a final answer
+            (``"on"``), not (``"off"``, the default), or where a probe finds the server
+            honours a reply schema (``"auto"``); never sent as such (``run/_guided.py``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
@@ -64,6 +69,7 @@ class ModelOptions(BaseModel):
     keep_alive: str | int | None = None
     cache_prompt: bool | None = None
     think: bool | Literal["low", "medium", "high"] | None = None
+    guided: Literal["auto", "on", "off"] | None = None
 
 
 def merged_options(base: ModelOptions, override: ModelOptions | None) -> dict[str, Any]:

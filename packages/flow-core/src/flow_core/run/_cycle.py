@@ -30,11 +30,12 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flow_core._errors import EditorError
+from flow_core._errors import BackendError, EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
 from flow_core.run._fence import fence
+from flow_core.run._guided import guided_format, probe_format, probe_messages, probe_passed
 from flow_core.run._loop import RoleSpec, guarded, run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from flow_core._report import ReportStatus
     from flow_core.config import FlowConfig
     from flow_core.run._run import Run
+    from flow_core.tools import ToolBox
 
 __all__ = ["RunDriver"]
 
@@ -67,6 +69,8 @@ class RunDriver:
         self.state: RunState = run.state
         self.changes = run.changes
         self.editor: EditorBridge | None = run.editor
+        #: Whether each model's server passed the guided probe (``guided = "auto"``).
+        self._probed: dict[str, bool] = {}
 
     def drive(self, task: str) -> ReportStatus:
         """Plan, then cycle until verified or out of cycles; returns the report status."""
@@ -122,6 +126,7 @@ class RunDriver:
         project map (``docs/architecture.md``, "A role without tools")."""
         toolbox = self.run.toolbox(role, cycle)
         model = self.config.model_for(role)
+        options = self.config.options_for(role)
         try:
             tools = role == "coder" or guarded(
                 self.state,
@@ -140,12 +145,45 @@ class RunDriver:
                 toolbox=toolbox,
                 cycle=cycle,
                 response_format=response_format,
-                options=self.config.options_for(role),
+                options=options,
                 tools=tools,
+                guided=self._guided(model, options, toolbox)
+                if tools and response_format is None
+                else None,
             )
             return run_role(self.state, self.backend, self.config.agent, spec)
         except RunEnded as ended:
             return RoleOutcome(False, failure=ended.code)
+
+    def _guided(
+        self, model: str, options: Mapping[str, Any], toolbox: ToolBox
+    ) -> dict[str, Any] | None:
+        """The guided reply schema for a role with tools, or None (``run/_guided.py``): the
+        ``guided`` option ``on``, or ``auto`` and the server passed the probe (once per run
+        and model).
+
+        Raises:
+            RunEnded, Interrupted: the run's time ran out, or it was asked to stop, meanwhile.
+        """
+        mode = options.get("guided", "off")
+        if mode == "off" or not toolbox.schemas:
+            return None
+        if mode == "auto" and model not in self._probed:
+            probe = functools.partial(
+                self.backend.chat,
+                model,
+                probe_messages(),
+                format=probe_format(),
+                options={**options, "max_reply_tokens": 32},
+            )
+            try:
+                passed = probe_passed(guarded(self.state, probe, name="flow-guided-probe"))
+            except BackendError:
+                passed = False
+            self._probed[model] = passed
+        if mode == "auto" and not self._probed[model]:
+            return None
+        return guided_format(toolbox.schemas, toolbox.workspace)
 
     def _cycle(self, task: str, cycle: int, feedback: str) -> Verification:
         """One coder → checks → reviewer → gate cycle (steps a-f of the module docstring)."""

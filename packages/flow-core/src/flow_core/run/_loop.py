@@ -29,6 +29,7 @@ from flow_core.run._budget import role_budget
 from flow_core.run._context import Context
 from flow_core.run._cutoff import operator_issues
 from flow_core.run._fence import fence
+from flow_core.run._guided import unwrap
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
 from flow_core.run._stall import StallWatch, refuse_calls
@@ -63,6 +64,7 @@ class RoleSpec:
         options: the role's model options (``FlowConfig.options_for``), sent with each request.
         tools: False when the model cannot receive tool definitions
             (``ChatBackend.tool_definitions_reach``): none is sent and none can be called.
+        guided: the reply schema of guided tool calls (``run/_guided.py``), or None.
     """
 
     role: Role
@@ -74,6 +76,7 @@ class RoleSpec:
     response_format: Mapping[str, Any] | None = None
     options: Mapping[str, Any] | None = None
     tools: bool = True
+    guided: Mapping[str, Any] | None = None
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
@@ -238,6 +241,7 @@ class RoleLoop:
         usage.context_chars_limit = budget.context_chars
         usage.reply_chars_limit = budget.reply_chars
         usage.tools_sent = spec.tools
+        usage.guided = "on" if spec.guided is not None else "off"
         self.state.note_context(0, self.limit)
         self.ctx.add(ChatMessage(role="system", content=spec.system))
         self.ctx.add(ChatMessage(role="user", content=spec.user))
@@ -392,13 +396,15 @@ def _ask(
         spec.model,
         list(ctx.messages),
         tools=spec.schemas,
-        format=spec.response_format,
+        format=spec.response_format if spec.guided is None else spec.guided,
         options=spec.options,
     )
     started = time.perf_counter()
     token = STREAM_METER.set(meter)
     try:
         response = guarded(state, chat, name=f"flow-{role}-model")
+        if spec.guided is not None:
+            response = unwrap(response)
     finally:
         STREAM_METER.reset(token)
         state.model_ms += (time.perf_counter() - started) * 1000.0

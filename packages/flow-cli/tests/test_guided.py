@@ -1,0 +1,142 @@
+"""Guided tool calls through ``flow run``: each reply constrained to a call or an answer.
+
+The fake Ollama server plays a server with constrained decoding: when a request carries a
+``format`` schema, the script answers with an object that schema allows. What Flow sent is
+read from the requests the server received.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
+PROBE = "flow-guided-probe-4f1c"
+
+
+def _role(request: dict[str, Any]) -> str:
+    return str(request["messages"][0]["content"]).split("\n", 1)[0].removeprefix("# Role: ")
+
+
+def _choices(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The guided schema's tool choices by name ("" for the answer)."""
+    out: dict[str, dict[str, Any]] = {}
+    for choice in request["format"]["anyOf"]:
+        props = choice["properties"]
+        out[props["tool"]["const"] if "tool" in props else ""] = props
+    return out
+
+
+def constrained(honours: bool = True):
+    """A server that writes what the request's format allows (or ignores it)."""
+
+    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        fmt = request.get("format") or {}
+        if "probe" in fmt.get("properties", {}):
+            return (json.dumps({"probe": PROBE}) if honours else "Sure! Here is JSON."), []
+        role = _role(request)
+        if role == "reviewer":
+            return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
+        guided = "anyOf" in fmt
+        if role == "planner":
+            plan = "Plan: edit calc.py."
+            return (json.dumps({"answer": plan}) if guided else plan), []
+        if len(request["messages"]) > 2:
+            done = "Edited calc.py."
+            return (json.dumps({"answer": done}) if guided else done), []
+        args = {"path": "calc.py", "content": FIXED}
+        if guided:
+            return json.dumps({"tool": "write_file", "arguments": args}), []
+        return "", [{"name": "write_file", "arguments": args}]
+
+    return script
+
+
+def _config(h, tmp_path: Path, workspace: Path, url: str, guided: str) -> Path:
+    ok = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
+    lint = [sys.executable, "-m", "py_compile", "calc.py"]
+    checks = h.check_table("unit", ok) + h.check_table("compile", lint, kind="lint")
+    extra = f'\n[ollama.options]\nguided = "{guided}"\n'
+    return h.operator_config(tmp_path / "op.toml", workspace, base_url=url, checks=checks + extra)
+
+
+def _run(env, h, tmp_path, workspace, fake, guided: str):
+    cfg = _config(h, tmp_path, workspace, fake.url, guided)
+    return env.flow("run", "add a comment to add in calc.py", "--config", str(cfg), "--trusted")
+
+
+def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    (workspace / "notes.md").write_text("# Notes\n")
+    fake = fake_ollama(constrained())
+    result = _run(env, h, tmp_path, workspace, fake, "on")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["status"] == "verified"
+    assert (workspace / "calc.py").read_text() == FIXED
+    guided = {r: u["guided"] for r, u in report["roles"].items()}
+    assert guided == {"planner": "on", "coder": "on", "reviewer": "off"}
+    (first_coder, *_) = [r for r in fake.requests if _role(r) == "coder"]
+    choices = _choices(first_coder)
+    assert set(choices) == {
+        "",
+        "list_files",
+        "read_file",
+        "search_text",
+        "outline",
+        "write_file",
+        "edit_file",
+        "run_check",
+    }
+    # An existing file's path is one of the workspace's files; a new file's is any string.
+    assert choices["read_file"]["arguments"]["properties"]["path"]["enum"] == [
+        "calc.py",
+        "notes.md",
+    ]
+    assert choices["write_file"]["arguments"]["properties"]["path"] == {
+        "type": "string",
+        "description": "relative path",
+    }
+    assert choices["run_check"]["arguments"]["properties"]["name"]["enum"] == ["unit", "compile"]
+    # The planner's read-only choices; no probe was sent under "on".
+    (planner,) = [r for r in fake.requests if _role(r) == "planner"]
+    assert "write_file" not in _choices(planner)
+    assert not [
+        r for r in fake.requests if "probe" in (r.get("format") or {}).get("properties", {})
+    ]
+
+
+def test_guided_auto_probes_once_and_uses_it_where_the_server_honours_it(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(constrained())
+    result = _run(env, h, tmp_path, workspace, fake, "auto")
+    assert result.code == 0, result.stderr
+    roles = result.json()["roles"]
+    assert {r: roles[r]["guided"] for r in roles} == {
+        "planner": "on",
+        "coder": "on",
+        "reviewer": "off",
+    }
+    probes = [r for r in fake.requests if "probe" in (r.get("format") or {}).get("properties", {})]
+    assert len(probes) == 1
+    assert probes[0]["options"]["num_predict"] == 32
+
+
+def test_guided_auto_stays_off_where_the_server_ignores_the_schema(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(constrained(honours=False))
+    result = _run(env, h, tmp_path, workspace, fake, "auto")
+    assert result.code == 0, result.stderr
+    roles = result.json()["roles"]
+    assert {r: roles[r]["guided"] for r in roles} == {
+        "planner": "off",
+        "coder": "off",
+        "reviewer": "off",
+    }
+    for request in fake.requests:
+        assert "anyOf" not in (request.get("format") or {})
