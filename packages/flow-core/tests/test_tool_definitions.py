@@ -58,6 +58,19 @@ def test_openai_probes_once_whether_tools_reach_the_prompt(renders_tools: bool) 
     assert [len(b.get("tools", [])) for b in server.bodies] == [1, 0]
 
 
+def test_openai_a_count_that_grew_at_all_means_tools_reach() -> None:
+    # llama-cpp-python's chatml-function-calling renders the tools but, for a reply that is
+    # a message, reports only part of the prompt: 12 tokens without the tool, 15 with it.
+    def handler(request: httpx.Request) -> httpx.Response:
+        tools = json.loads(request.content).get("tools")
+        usage = {"prompt_tokens": 15 if tools else 12, "completion_tokens": 1}
+        message = {"role": "assistant", "content": ""}
+        return httpx.Response(200, json={"choices": [{"message": message}], "usage": usage})
+
+    be = OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(handler))
+    assert be.tool_definitions_reach("m") is True
+
+
 def test_openai_without_counts_or_reachable_server_assumes_tools_reach() -> None:
     server = ToolsTemplate(renders_tools=False, counts=False)
     be = OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(server))

@@ -17,8 +17,8 @@ server's template did not render (the count did not grow by at least ``MIN_SHARE
 result's expected tokens) means ``"user"``. Where the server reports no count, auto means
 ``"native"`` (Ollama; the server's template is the model's own).
 
-The same count tells whether tool *definitions* reach the model (``PROBE_TOOL``, ``grew``):
-a template that drops the request's ``tools`` leaves the role blind to them.
+The same count tells whether tool *definitions* reach the model (``PROBE_TOOL``): a template
+that drops the request's ``tools`` counts the same prompt with and without them.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def probe_messages(*, with_result: bool) -> list[ChatMessage]:
     ]
 
 
-#: The tool definition ``tool_definitions_reach`` probes with: its description is the 60 words
-#: of ``PROBE_RESULT``, so a template that renders it adds at least 60 tokens.
+#: The tool definition ``tool_definitions_reach`` probes with (its description is the words
+#: of ``PROBE_RESULT``); a template that renders it makes the prompt count grow.
 PROBE_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
