@@ -67,6 +67,13 @@ def _run(env, h, tmp_path, workspace, fake, guided: str):
     return env.flow("run", "add a comment to add in calc.py", "--config", str(cfg), "--trusted")
 
 
+def _modes(result) -> tuple[str, str, str]:
+    """The verified run's guided mode of the planner, the coder and the reviewer."""
+    assert result.code == 0, result.stderr
+    roles = result.json()["roles"]
+    return tuple(roles[r]["guided"] for r in ("planner", "coder", "reviewer"))
+
+
 def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -113,14 +120,7 @@ def test_guided_auto_probes_once_and_uses_it_where_the_server_honours_it(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
     fake = fake_ollama(constrained())
-    result = _run(env, h, tmp_path, workspace, fake, "auto")
-    assert result.code == 0, result.stderr
-    roles = result.json()["roles"]
-    assert {r: roles[r]["guided"] for r in roles} == {
-        "planner": "on",
-        "coder": "on",
-        "reviewer": "off",
-    }
+    assert _modes(_run(env, h, tmp_path, workspace, fake, "auto")) == ("on", "on", "off")
     probes = [r for r in fake.requests if "probe" in (r.get("format") or {}).get("properties", {})]
     assert len(probes) == 1
     assert probes[0]["options"]["num_predict"] == 32
@@ -130,13 +130,6 @@ def test_guided_auto_stays_off_where_the_server_ignores_the_schema(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
     fake = fake_ollama(constrained(honours=False))
-    result = _run(env, h, tmp_path, workspace, fake, "auto")
-    assert result.code == 0, result.stderr
-    roles = result.json()["roles"]
-    assert {r: roles[r]["guided"] for r in roles} == {
-        "planner": "off",
-        "coder": "off",
-        "reviewer": "off",
-    }
+    assert _modes(_run(env, h, tmp_path, workspace, fake, "auto")) == ("off", "off", "off")
     for request in fake.requests:
         assert "anyOf" not in (request.get("format") or {})
