@@ -13,13 +13,11 @@ import flow_core
 
 PACKAGES = Path(__file__).resolve().parents[2]
 CODE = r'"([a-z][a-z0-9_]+)"'
-# code="x", code: ClassVar[str] = "x", default_code = "x", err.code == "x", state.error("x", ...),
-# ToolError("x", ...), editor_error("x", ...), error_report(kind, "x", ...), the CLI's
-# emit_usage_error(kind, "x", ...) and _emit_once(kind, "x", ...)
+# code="x", code: ErrorCode = "x", default_code: ClassVar[ErrorCode] = "x", err.code == "x",
+# state.error("x", ...), ToolError("x", ...), editor_error("x", ...), error_report(kind, "x",
+# ...), the CLI's emit_usage_error(kind, "x", ...) and _emit_once(kind, "x", ...)
 PATTERNS = [
-    re.compile(r"\bcode\s*=\s*" + CODE),
-    re.compile(r"\bcode\s*:\s*ClassVar\[str\]\s*=\s*" + CODE),
-    re.compile(r"\bdefault_code\s*=\s*" + CODE),
+    re.compile(r"\b(?:default_)?code\s*(?::\s*[\w\[\]]+\s*)?=\s*" + CODE),
     re.compile(r"\.code\s*[!=]=\s*" + CODE),
     re.compile(r"\.error\(\s*" + CODE),
     re.compile(r"\bToolError\(\s*" + CODE),
@@ -90,32 +88,75 @@ def test_every_code_has_a_category_with_an_exit_code() -> None:
     assert flow_core.error_category("backend_timeout") == "failure"
 
 
-def test_each_code_is_defined_once() -> None:
-    # The editor bridge's codes are one section of the catalogue, re-exported by flow-rose.
-    import re as _re
+def test_each_code_is_one_row_and_one_literal() -> None:
+    # One table of typed rows (flow_core._codes); the ErrorCode Literal names the same set,
+    # so a misspelt code at a call site fails mypy (the scan above is the net for plain str).
+    from typing import get_args
 
-    text = (PACKAGES / "flow-core/src/flow_core/_catalogue.py").read_text(encoding="utf-8")
-    keys = _re.findall(r'^\s+"([a-z][a-z0-9_]+)":', text, flags=_re.MULTILINE)
-    assert len(keys) == len(set(keys))
+    from flow_core._codes import ROWS, ErrorCode
+
+    codes = [row.code for row in ROWS]
+    assert len(codes) == len(set(codes))
+    assert set(get_args(ErrorCode)) == set(codes)
+    assert len(get_args(ErrorCode)) == len(codes)
+    assert set(flow_core.ERROR_CODES) == set(codes)
     assert set(flow_core.EDITOR_ERROR_CODES) <= set(flow_core.ERROR_CODES)
     rose_src = (PACKAGES / "flow-rose/src/flow_rose/_errors.py").read_text(encoding="utf-8")
     assert '"editor_unavailable"' not in rose_src
 
 
+def test_the_area_tables_are_views_of_the_rows() -> None:
+    from flow_core._codes import ROWS
+    from flow_core.run._baseline import BASELINE_CODES
+    from flow_core.run._preflight import PREFLIGHT_CODES
+    from flow_safeio import ERROR_CODES as SAFEIO_CODES
+
+    for table, area in (
+        (flow_core.BACKEND_ERROR_CODES, "backend"),
+        (flow_core.REPLY_ISSUE_CODES, "reply"),
+        (PREFLIGHT_CODES, "preflight"),
+        (BASELINE_CODES, "baseline"),
+        (flow_core.EDITOR_ERROR_CODES, "editor"),
+    ):
+        rows = {r.code: r.meaning for r in ROWS if r.area == area}
+        rows |= {r.code: meaning for r in ROWS for where, meaning in r.also if where == area}
+        assert dict(table) == rows, area
+    for code, meaning in SAFEIO_CODES.items():
+        assert flow_core.ERROR_CODES[code] == meaning
+
+
 def test_every_code_is_explained_with_a_cause_and_a_fix() -> None:
     """``flow explain CODE`` has something real to say for every catalogued code."""
-    from flow_core._advice import ADVICE
-
-    missing = sorted(set(flow_core.ERROR_CODES) - set(ADVICE))
-    assert not missing, f"add these codes to flow_core/_advice.py: {missing}"
-    stale = sorted(set(ADVICE) - set(flow_core.ERROR_CODES))
-    assert not stale, f"flow_core/_advice.py explains codes the catalogue lacks: {stale}"
     for code in flow_core.ERROR_CODES:
         found = flow_core.explain_error(code)
         assert found is not None
         assert found.cause.strip()
         assert found.fix.strip()
         assert found.exit_code == flow_core.EXIT_CODES[found.category]
+
+
+def test_the_exception_tree_is_drawn_once_and_complete() -> None:
+    import importlib
+    import pkgutil
+
+    import flow_core._errors as errors
+
+    for info in pkgutil.walk_packages(flow_core.__path__, "flow_core."):
+        importlib.import_module(info.name)
+    drawing = str(errors.__doc__)
+
+    def subclasses(cls: type) -> set[type]:
+        found = set(cls.__subclasses__())
+        for sub in list(found):
+            found |= subclasses(sub)
+        return found
+
+    ours = {c for c in subclasses(flow_core.FlowError) if c.__module__.startswith("flow_core")}
+    assert {"StoreError", "HTTPStatusError"} <= {c.__name__ for c in ours}
+    for cls in ours:
+        assert re.search(rf"\b{cls.__name__}\b", drawing), f"{cls.__name__} is not drawn"
+    for name in ("ToolError", "SearchError", "SafeIOError"):
+        assert name in drawing
 
 
 def test_an_unknown_code_has_no_explanation() -> None:

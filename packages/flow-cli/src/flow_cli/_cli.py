@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from flow_cli.__about__ import __version__
 from flow_cli._options import CommonOptions, collect, common_options, subcommand_in
+
+if TYPE_CHECKING:
+    from flow_core import ErrorCode
 
 # click's own outcomes, before any command runs. The numbers are flow-core's EXIT_CODES
 # (usage, interrupted); not imported from there so that ``flow --help`` stays cheap, and a
@@ -325,10 +328,10 @@ def apply_command(ctx: click.Context, /, run_id: str, **values: str | bool | Non
     return apply(collect(ctx, **values), run_id)
 
 
-def _usage_code(err: click.UsageError) -> str:
+def _usage_code(err: click.UsageError) -> ErrorCode:
     """The catalogue code of a click usage error: a missing ``--config`` file is
     ``config_not_found``, everything else ``usage_error``."""
-    code = "usage_error"
+    code: ErrorCode = "usage_error"
     param = getattr(err, "param", None)
     if isinstance(err, click.BadParameter) and param is not None and param.name == "config_file":
         code = "config_not_found"

@@ -21,7 +21,7 @@ from flow_cli._stdout import StdoutGuard
 
 if TYPE_CHECKING:
     from flow_cli._progress import LiveProgress
-    from flow_core import Event, FlowConfig, Report, Runtime
+    from flow_core import ErrorCode, Event, FlowConfig, Report, Runtime
 
 ReportKind = Literal["status", "check", "run"]
 
@@ -95,7 +95,7 @@ def status_report(opts: CommonOptions) -> tuple[Report, FlowConfig]:
 
 def error_report(
     kind: ReportKind,
-    code: str,
+    code: ErrorCode,
     message: str,
     *,
     opts: CommonOptions | None = None,
@@ -125,7 +125,7 @@ def error_report(
     )
 
 
-def emit_usage_error(kind: str, code: str, message: str) -> None:
+def emit_usage_error(kind: str, code: ErrorCode, message: str) -> None:
     """Print a JSON error report for a usage error found by click (stdout stays one object)."""
     _emit_once(kind, code, message)
 
@@ -136,7 +136,7 @@ def emit_interrupted(kind: str) -> None:
     _emit_once(kind, "interrupted", "interrupted by a signal")
 
 
-def _emit_once(kind: str, code: str, message: str) -> None:
+def _emit_once(kind: str, code: ErrorCode, message: str) -> None:
     if kind not in ("status", "check", "run") or StdoutGuard.emitted:
         return
     report = error_report(kind, code, message)  # type: ignore[arg-type]

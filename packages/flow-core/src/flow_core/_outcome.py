@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from flow_core.__about__ import __version__
-from flow_core._catalogue import EXIT_CODES, error_category
+from flow_core._catalogue import EXIT_CODES, ErrorCode, error_category
 from flow_core._report import ErrorInfo, Report
 
 __all__ = ["error_report", "exit_code_for", "is_error"]
@@ -23,7 +23,7 @@ _SUCCESS = frozenset({"ok", "passed", "verified"})
 
 def error_report(
     kind: Literal["status", "check", "run"],
-    code: str,
+    code: ErrorCode,
     message: str,
     *,
     workspace: str | None = None,

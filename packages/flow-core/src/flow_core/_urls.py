@@ -9,7 +9,11 @@ backend built directly raises ``BackendError``. Neither needs httpx for this.
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from flow_core._codes import ErrorCode
 
 __all__ = ["is_loopback_host", "url_problem"]
 
@@ -32,7 +36,7 @@ def is_loopback_host(host: str) -> bool:
     return addr == ipaddress.IPv6Address("::1")
 
 
-def url_problem(url: str, *, allow_remote: bool) -> tuple[str, str] | None:
+def url_problem(url: str, *, allow_remote: bool) -> tuple[ErrorCode, str] | None:
     """``(code, message)`` for an unusable base URL, else ``None``.
 
     The code is ``remote_refused`` when only ``allow_remote`` is missing (the URL itself is

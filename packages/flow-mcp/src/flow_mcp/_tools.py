@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal, Protocol
 
 from flow_core import (
+    ErrorCode,
     ErrorInfo,
     Event,
     FlowError,
@@ -315,7 +316,7 @@ class FlowTools:
     def error_report(
         self,
         kind: Literal["status", "check", "run"],
-        code: str,
+        code: ErrorCode,
         message: str,
         *,
         task: str | None = None,

@@ -36,7 +36,7 @@ from typing import Any, Literal, Protocol, cast
 
 import pynvim  # type: ignore[import-untyped]  # imported on the main thread: see module doc
 
-from flow_core import EditorError
+from flow_core import EditorError, ErrorCode
 from flow_rose._errors import editor_error
 from flow_rose._socket import check_peer
 
@@ -315,7 +315,7 @@ def _close_session(session: _Session) -> None:
         session.close()
 
 
-def _error(code: str, message: str, cause: BaseException | None = None) -> EditorError:
+def _error(code: ErrorCode, message: str, cause: BaseException | None = None) -> EditorError:
     err = editor_error(code, message)
     err.__cause__ = cause
     return err

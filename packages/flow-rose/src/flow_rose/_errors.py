@@ -9,16 +9,16 @@ server translate the errors at their edges.
 
 from __future__ import annotations
 
-from flow_core import EDITOR_ERROR_CODES, EditorError
+from flow_core import EDITOR_ERROR_CODES, EditorError, ErrorCode
 
 __all__ = ["EDITOR_ERROR_CODES", "editor_error"]
 
 
-def editor_error(code: str, message: str) -> EditorError:
+def editor_error(code: ErrorCode, message: str) -> EditorError:
     """Build ``EditorError(message, code=code)`` for the caller to raise (``raise ... from``).
 
     Args:
-        code: a key of ``EDITOR_ERROR_CODES``.
+        code: a key of ``EDITOR_ERROR_CODES`` (an ``ErrorCode``: a misspelt one fails mypy).
         message: what went wrong and what to do about it.
     """
     assert code in EDITOR_ERROR_CODES, code

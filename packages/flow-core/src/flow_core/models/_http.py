@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from flow_core._catalogue import ErrorCode, codes_of
 from flow_core._errors import BackendError
 from flow_core._urls import url_problem
 
@@ -44,23 +45,9 @@ __all__ = [
     "stream_request",
 ]
 
-#: Stable ``BackendError.code`` values the HTTP backends raise, with their meaning.
-BACKEND_ERROR_CODES: dict[str, str] = {
-    "backend_unreachable": "the server refused the connection or could not be reached",
-    "backend_timeout": "the server did not answer within the configured timeout (seconds)",
-    "backend_http": "the server answered with an HTTP error status",
-    "model_not_found": "the server does not have the requested model",
-    "backend_malformed": "the server's reply was not the JSON shape its API documents",
-    "response_too_large": "the reply exceeded the response size cap (bytes)",
-    "redirect_refused": "the server answered with a redirect; Flow never follows redirects",
-    "remote_refused": "the URL's host is not loopback and allow_remote is not set",
-    "backend_closed": "the backend was used after close()",
-    "request_unencodable": "the request could not be encoded as JSON (nesting too deep, or a "
-    "value of a type JSON has no form for); nothing was sent",
-    "prompt_too_long": "the server refused the prompt as longer than the model's context "
-    "window; Flow never resends the same or a larger prompt: lower agent.max_context_chars or "
-    "set the window (context_tokens) to what the server was started with",
-}
+#: Stable ``BackendError.code`` values the HTTP backends raise, with their meaning (a view of
+#: the catalogue's rows, ``flow_core._codes``).
+BACKEND_ERROR_CODES: dict[str, str] = codes_of("backend")
 
 
 class _Watch:
@@ -151,7 +138,7 @@ class HTTPStatusError(BackendError):
 
     default_code = "backend_http"
 
-    def __init__(self, message: str, *, status: int, body: bytes, code: str | None = None):
+    def __init__(self, message: str, *, status: int, body: bytes, code: ErrorCode | None = None):
         super().__init__(message, code=code)
         self.status = status
         self.body = body

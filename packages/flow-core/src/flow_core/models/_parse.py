@@ -36,28 +36,13 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from flow_core._catalogue import ErrorCode, codes_of
 from flow_core._protocols import ChatResponse, ToolCall
 from flow_core.models._textcalls import WRAPPER_OPEN, committed as _committed, mask_code, text_calls
 
 __all__ = ["REPLY_ISSUE_CODES", "ParsedReply", "ReplyIssue", "parse_reply"]
 
-REPLY_ISSUE_CODES: dict[str, str] = {
-    "text_tool_call": "a tool call was written as text in the reply instead of a structured call",
-    "arguments_as_string": "tool arguments arrived as a JSON string instead of a JSON object",
-    "invalid_arguments": "tool arguments were not a JSON object of valid Unicode text and "
-    "finite numbers (the call was dropped)",
-    "unknown_tool": "the model called a tool it was not offered (the call was dropped)",
-    "empty_reply": "the reply had neither text nor tool calls",
-    "reasoning_only": "the reply held only reasoning (thinking), no answer and no tool call; "
-    "the reasoning is kept in the transcript, never run",
-    "reply_too_large": "the reply text exceeded the size cap and was truncated",
-    "context_overflow": "the reply was cut short by the context window or token limit",
-    "call_cut_off": "a tool call came in a reply cut short by the length limit; it was not run",
-    "ambiguous_call": "a tool call written as text held the wrapper's own tags inside a value, "
-    "so where it ends is unclear; no text call of that reply was run",
-    "invalid_unicode": "the reply text held invalid Unicode (lone surrogates); they were "
-    "replaced by U+FFFD",
-}
+REPLY_ISSUE_CODES: dict[str, str] = codes_of("reply")
 
 #: ``finish_reason`` values that mean the reply was stopped by a length limit.
 _CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens", "model_length"})
@@ -75,7 +60,7 @@ class ReplyIssue:
         tool_call_id: the call concerned, when there is one.
     """
 
-    code: str
+    code: ErrorCode
     message: str
     tool_call_id: str | None = None
 

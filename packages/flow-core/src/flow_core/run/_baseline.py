@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from flow_core._catalogue import codes_of
 from flow_core._report import CheckResult, ErrorInfo
 from flow_core.verify._results import effective_results
 
@@ -31,12 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BASELINE_CODES", "BaselineGuard", "baseline_check_names", "finding_count"]
 
-BASELINE_CODES: dict[str, str] = {
-    "baseline_failing": "a required lint, type or diagnostics check already fails on the "
-    "untouched tree, so no run could be verified; the run stopped before any model request",
-    "baseline_passing": "a required test check already passes on the untouched tree, so the "
-    "tests do not show the problem the task names (a warning; the run went on)",
-}
+#: The baseline's codes, each with its meaning (a view of the catalogue's rows).
+BASELINE_CODES: dict[str, str] = codes_of("baseline")
 
 _STATIC = frozenset({"lint", "typecheck", "diagnostics"})
 #: ``path:line:col: message`` / ``path:line: message``, the shape most linters print.

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from flow_core._codes import ErrorCode
 from flow_core._protocols import ChatResponse, Role
 from flow_core.models import ParsedReply
 
@@ -32,7 +33,7 @@ def operator_issues(
     role: Role,
     options: Mapping[str, Any] | None,
     window: int | None,
-) -> Iterator[tuple[str, str]]:
+) -> Iterator[tuple[ErrorCode, str]]:
     """``(code, message)`` for each of the reply's issues, worded for the operator.
 
     Args:
@@ -51,7 +52,7 @@ def operator_issues(
 
 def _cut_short(
     response: ChatResponse, *, role: Role, options: Mapping[str, Any], window: int | None
-) -> tuple[str, str]:
+) -> tuple[ErrorCode, str]:
     cap = options.get("max_reply_tokens")
     prompt, reply = response.prompt_tokens, response.completion_tokens
     counts = f"prompt {prompt if prompt is not None else '?'} + reply "

@@ -37,6 +37,7 @@ from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 from flow_core.tools._record import tool_event_detail
 
 if TYPE_CHECKING:
+    from flow_core._codes import ErrorCode
     from flow_core._protocols import ChatBackend, ChatResponse, ToolCall
     from flow_core.config import AgentConfig
     from flow_core.models import ParsedReply
@@ -333,10 +334,10 @@ class RoleLoop:
         """Move the context's trims and cuts into the role's usage (the report)."""
         _record_changes(self.usage, self.ctx, turn=turn, cycle=self.cycle)
 
-    def _error(self, code: str, message: str) -> None:
+    def _error(self, code: ErrorCode, message: str) -> None:
         self.state.error(code, message, role=self.role, cycle=self.cycle)
 
-    def _fail(self, code: str, message: str) -> RoleOutcome:
+    def _fail(self, code: ErrorCode, message: str) -> RoleOutcome:
         """Record ``code`` and end the role without completing it."""
         self._error(code, message)
         return RoleOutcome(False, failure=code)

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from flow_core._catalogue import codes_of
 from flow_core._report import ErrorInfo
 
 if TYPE_CHECKING:
@@ -20,23 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PREFLIGHT_CODES", "config_hints", "preflight"]
 
-#: Preflight codes, each with its meaning and fix (merged into ``ERROR_CODES``).
-PREFLIGHT_CODES: dict[str, str] = {
-    "preflight_check_missing": "a required check's executable does not exist or is not "
-    "executable; install it or fix checks.NAME.cmd[0]",
-    "preflight_empty_task": "the task is empty or only whitespace; say what to do",
-    "preflight_model_missing": "a role's model is not installed on the model server; choose "
-    "one of the installed models the message lists, or install it",
-    "preflight_no_required_check": "no required check is configured, so no run can be "
-    "verified; add a [checks.NAME] table with required = true",
-    "preflight_workspace_missing": "the workspace directory does not exist (any more); fix "
-    "workspace_dir or --workspace",
-    "preflight_tree_too_large": "the workspace holds more files (outside generated folders) "
-    "than the whole-tree watch records, so no run there could be verified; raise [runs] "
-    "watch_max_files, or add the bulk to .gitignore-style generated folders",
-    "check_timeout_short": "a check's timeout is under 1,000 ms; check timeouts are in "
-    "milliseconds, so timeout = 60 means 0.06 s: write 60000 for a minute",
-}
+#: Preflight codes, each with its meaning and fix (a view of the catalogue's rows).
+PREFLIGHT_CODES: dict[str, str] = codes_of("preflight")
 
 #: Check timeouts below this many milliseconds are almost surely seconds written by mistake.
 SHORT_TIMEOUT_MS = 1000

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from flow_core._protocols import Role, ToolCall
 
 if TYPE_CHECKING:
+    from flow_core._codes import ErrorCode
     from flow_core.run._state import RunState
     from flow_core.tools import ToolBox
 
@@ -48,7 +49,7 @@ class Stall:
     """Why a role ends early: ``code`` (``schema_echo``, ``repeated_call``, ``no_progress``)
     and an operator-facing ``message``."""
 
-    code: str
+    code: ErrorCode
     message: str
 
 

@@ -18,6 +18,7 @@ from flow_core._report import CheckResult, CycleRecord, ErrorInfo, RoleUsage, Ve
 from flow_core.run._journal import NULL_JOURNAL, Journal
 
 if TYPE_CHECKING:
+    from flow_core._codes import ErrorCode
     from flow_core.tools import ToolLedger
 
 __all__ = ["Interrupted", "RoleOutcome", "RunEnded", "RunState"]
@@ -123,7 +124,7 @@ class RunState:
             self.on_event(event)
 
     def error(
-        self, code: str, message: str, *, role: str | None = None, cycle: int | None = None
+        self, code: ErrorCode, message: str, *, role: str | None = None, cycle: int | None = None
     ) -> None:
         """Record one error for the report (``code`` from ``flow_core.ERROR_CODES``)."""
         self.errors.append(ErrorInfo(code=code, message=message, role=role, cycle=cycle))

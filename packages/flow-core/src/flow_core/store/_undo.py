@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from flow_core._codes import ErrorCode
 from flow_core.store._record import FileEntry, RunRecord, StoreError, now_iso, sha256
 from flow_core.store._store import RunInfo, RunStore
 from flow_safeio import NotFoundError, SafeIOError, Workspace
@@ -98,7 +99,7 @@ def _now(ws: Workspace, path: str) -> _Now:
 _Change = tuple[bytes | None, int | None]
 
 
-def _write_set(ws: Workspace, changes: Mapping[str, _Change], code: str) -> None:
+def _write_set(ws: Workspace, changes: Mapping[str, _Change], code: ErrorCode) -> None:
     """Write every change; on a failure, put back what was written.
 
     Raises:

@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from flow_core._codes import ErrorCode
 from flow_core.tools._lines import split_lines
 
 __all__ = [
@@ -78,9 +79,9 @@ sys.stdout.write(json.dumps(out))
 class SearchError(ValueError):
     """The query cannot be run; ``code`` is a catalogued error code."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code: ErrorCode = code
         self.message = message
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flow_core._codes import ErrorCode
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
@@ -89,9 +90,9 @@ MAX_LIST_ENTRIES = 500
 class ToolError(Exception):
     """A tool call failed; ``code`` is recorded, ``message`` goes back to the model."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.code: ErrorCode = code
         self.message = message
 
 
@@ -282,7 +283,11 @@ class ToolBox:
     # -- dispatch -------------------------------------------------------------------------------
 
     def refuse(
-        self, name: str, code: str, message: str, arguments: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        code: ErrorCode,
+        message: str,
+        arguments: Mapping[str, Any] | None = None,
     ) -> ToolOutcome:
         """Record a call the host refused without running it (e.g. budget spent)."""
         call_id = self.ledger.next_id()
@@ -306,6 +311,7 @@ class ToolBox:
         call_id = self.ledger.next_id()
         handler = self._handlers.get(name)
         outcome: ToolOutcome
+        code: str  # a catalogued code; flow-safeio's are plain strings
         message: str | None = None
         try:
             if handler is None:

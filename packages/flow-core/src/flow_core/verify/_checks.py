@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flow_core._codes import ErrorCode
 from flow_core._errors import ConfigError, EditorError
 from flow_core._protocols import EditorBridge
 from flow_core._report import CheckResult, ErrorInfo
@@ -195,7 +196,7 @@ def _result(
     started: float,
     exit_code: int | None = None,
     tail: bytes = b"",
-    code: str | None = None,
+    code: ErrorCode | None = None,
     message: str = "",
     jail: Jail | None = None,
 ) -> CheckResult:
