@@ -138,11 +138,13 @@ def operator_config(
     model: str = "fake-coder",
     checks: str = "",
     extra: str = "",
+    model_timeout: float = 30,
 ) -> Path:
-    """Write an operator config (root keys first, then tables) and return its path."""
+    """Write an operator config (root keys first, then tables) and return its path;
+    ``model_timeout``: ``[ollama] timeout`` (seconds)."""
     path.write_text(
         f"workspace_dir = {json.dumps(str(workspace))}\n{extra}\n"
-        f'[ollama]\nbase_url = "{base_url}"\nmodel = "{model}"\ntimeout = 30\n'
+        f'[ollama]\nbase_url = "{base_url}"\nmodel = "{model}"\ntimeout = {model_timeout:g}\n'
         "\n[agent]\nmax_iterations = 4\nmax_cycles = 1\nmax_tool_calls = 16\n"
         f"max_context_chars = 100000\n{checks}"
     )
@@ -168,14 +170,21 @@ def git(cwd: Path, *args: str) -> str:
     return out.stdout
 
 
-def calc_config(tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Path:
+def calc_config(
+    tmp_path: Path, workspace: Path, url: str, extra: str = "", model_timeout: float = 30
+) -> Path:
     """An operator config whose required checks import ``calc`` and compile ``calc.py``."""
     unit = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
     lint = [sys.executable, "-m", "py_compile", "calc.py"]
     checks = check_table("unit", unit) + check_table("compile", lint, kind="lint")
     checks = checks.replace('filetypes = ["python"]', 'filetypes = ["python", "docs"]')
     return operator_config(
-        tmp_path / "op.toml", workspace, base_url=url, checks=checks, extra=extra
+        tmp_path / "op.toml",
+        workspace,
+        base_url=url,
+        checks=checks,
+        extra=extra,
+        model_timeout=model_timeout,
     )
 
 

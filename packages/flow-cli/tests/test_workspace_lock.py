@@ -15,6 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+#: How long run A may be held (seconds), and its model timeout: a bound only, so that a broken
+#: test cannot hang; the test releases A as soon as its block ends. Run B's whole run (plan,
+#: code, checks, review, in an isolated tree) happens while A is held, which can take minutes
+#: on a loaded machine, and A's model request must not time out (and end A) meanwhile.
+HOLD_S = 600
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 OTHER = "def add(a: int, b: int) -> int:\n    return b + a  # checked\n"
 
@@ -26,10 +32,10 @@ def _held_run(env, h, tmp_path: Path, ws: Path, fake_ollama) -> Iterator[subproc
 
     def wait_here() -> None:
         held.set()
-        hold.wait(60)
+        hold.wait(HOLD_S)
 
     fake = fake_ollama(h.calc_script(FIXED, {"code": wait_here}))
-    cfg = h.calc_config(tmp_path / "a", ws, fake.url)
+    cfg = h.calc_config(tmp_path / "a", ws, fake.url, model_timeout=HOLD_S + 60)
     proc = env.popen("run", "--trusted", "--config", str(cfg), "fix add")
     try:
         assert held.wait(60), "run A never reached its coder's last turn"
