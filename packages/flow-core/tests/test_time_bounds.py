@@ -20,7 +20,10 @@ from flow_core import BackendError, ChatMessage, FlowConfig, Runtime
 from flow_core.models.openai import OpenAIBackend
 
 PY = sys.executable
-CHECKS = {"lint": {"cmd": [PY, "-c", "print('ok')"], "kind": "lint", "filetypes": ["python"]}}
+#: A required check of a kind the baseline does not run (run/_baseline.py), so the model
+#: request starts at once: the run's max_seconds must run out during that request, not during a
+#: baseline check run that takes longer than the limit on a loaded machine.
+CHECKS = {"lint": {"cmd": [PY, "-c", "print('ok')"], "kind": "check", "filetypes": ["python"]}}
 
 
 class RawServer:
@@ -171,7 +174,9 @@ def test_max_seconds_ends_the_run_with_budget_time(
 ) -> None:
     config = flow_config(
         CHECKS,
-        agent={"max_seconds": 0.5},
+        # Long enough that the run reaches its first request on a loaded machine (the time
+        # before it counts too), short enough for a test: the silent server never answers.
+        agent={"max_seconds": 5},
         backend="openai",
         openai={"base_url": silent.url},
     )
