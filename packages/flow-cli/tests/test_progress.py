@@ -26,13 +26,13 @@ def test_after_stopping_the_view_never_moves_to_another_role() -> None:
     shown = _text(state)
     assert "coder" not in shown
     assert "stopping…" in shown
-    state.update(Event("run_finished", ok=False, detail={"status": "interrupted"}))
+    state.update(Event("run_finished", ok=False, status="interrupted"))
     assert "finished: interrupted" in _text(state)
 
 
 def test_run_finished_shows_the_reports_status_word() -> None:
     state = ProgressState()
-    state.update(Event("run_finished", ok=False, detail={"status": "unverified"}))
+    state.update(Event("run_finished", ok=False, status="unverified"))
     shown = _text(state)
     assert "finished: unverified" in shown
     assert "failed" not in shown
@@ -41,9 +41,9 @@ def test_run_finished_shows_the_reports_status_word() -> None:
 def test_model_time_and_tokens_show_while_waiting_and_clear_after_the_reply() -> None:
     state = ProgressState()
     state.update(Event("turn", role="coder", turn=2))
-    state.update(Event("model_progress", role="coder", turn=2, detail={"tokens": 7, "chars": 30}))
+    state.update(Event("model_progress", role="coder", turn=2, tokens=7, chars=30))
     shown = _text(state)
     assert "coder waiting for the model" in shown
     assert "7 tokens received" in shown
-    state.update(Event("model_reply", role="coder", turn=2, detail={"duration_ms": 5.0}))
+    state.update(Event("model_reply", role="coder", turn=2, duration_ms=5.0))
     assert "waiting" not in _text(state)

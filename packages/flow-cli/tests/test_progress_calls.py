@@ -22,17 +22,13 @@ def test_failed_call_shows_its_path_and_message() -> None:
             role="coder",
             name="read_file",
             ok=False,
-            detail={
-                "id": "tc-0003",
-                "error": "path_outside",
-                "message": "'../secret' is outside the workspace",
-                "arguments": {"path": "../secret"},
-            },
+            call_id="tc-0003",
+            error="path_outside",
+            message="'../secret' is outside the workspace",
+            arguments={"path": "../secret"},
         )
     )
-    state.update(
-        Event("tool_call", role="coder", name="list_files", ok=True, detail={"arguments": {}})
-    )
+    state.update(Event("tool_call", role="coder", name="list_files", ok=True, arguments={}))
     out = rendered(state)
     assert "✗ read_file(path='../secret'): path_outside: '../secret' is outside" in out
     assert "✓ list_files()" in out

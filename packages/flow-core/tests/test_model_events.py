@@ -23,16 +23,16 @@ def test_streamed_fragments_and_the_reply_become_events(flow_config: Any) -> Non
             report = rt.run("plan something")
     assert report.status == "read_only"
     progress = [e for e in events if e.kind == "model_progress"]
-    assert [e.detail["tokens"] for e in progress] == [1, 2, 3]
-    assert progress[-1].detail["chars"] == len("1. Read app.py")
+    assert [e.tokens for e in progress] == [1, 2, 3]
+    assert progress[-1].chars == len("1. Read app.py")
     assert {e.role for e in progress} == {"planner"}
     (reply,) = [e for e in events if e.kind == "model_reply"]
     assert reply.role == "planner"
     assert reply.turn == 1
-    assert reply.detail["prompt_tokens"] == 31
-    assert reply.detail["completion_tokens"] == 3
-    assert reply.detail["finish_reason"] == "stop"
-    assert reply.detail["duration_ms"] >= 0
+    assert reply.prompt_tokens == 31
+    assert reply.completion_tokens == 3
+    assert reply.finish_reason == "stop"
+    assert reply.duration_ms >= 0
     kinds = [e.kind for e in events]
     assert kinds.index("turn") < kinds.index("model_progress") < kinds.index("model_reply")
 
@@ -64,7 +64,7 @@ def test_tool_call_events_carry_capped_arguments_and_the_error(flow_config: Any)
         rt.run("read it")
     (call,) = [e for e in events if e.kind == "tool_call"]
     assert call.ok is False
-    assert call.detail["error"] == "path_outside"
-    assert call.detail["arguments"]["path"].endswith(f"… [{len(long_path)} chars]")
-    assert len(call.detail["arguments"]["path"]) < 260
-    assert "refused" in call.detail["message"]
+    assert call.error == "path_outside"
+    assert call.arguments["path"].endswith(f"… [{len(long_path)} chars]")
+    assert len(call.arguments["path"]) < 260
+    assert "refused" in call.message

@@ -326,8 +326,8 @@ def test_progress_relay_counts_up_only_with_a_token() -> None:
     assert sent == []
     relay.start("tok")
     relay(Event(kind="turn", role="coder", cycle=1, turn=2))
-    relay(Event(kind="check_finished", name="lint", ok=False, detail={"status": "timeout"}))
-    relay(Event(kind="run_finished", ok=False, detail={"status": "interrupted"}))
+    relay(Event(kind="check_finished", name="lint", ok=False, status="timeout"))
+    relay(Event(kind="run_finished", ok=False, status="interrupted"))
     relay.start(None)
     relay(Event(kind="run_finished"))
     assert [m["params"]["progress"] for m in sent] == [1, 2, 3]

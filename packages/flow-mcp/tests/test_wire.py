@@ -317,6 +317,24 @@ def test_unknown_check_name_is_an_error_report(start_inproc: ServerFactory) -> N
     assert server.finish() == 0
 
 
+def test_progress_says_each_check_in_its_report_status_word(start_inproc: ServerFactory) -> None:
+    # The progress text comes from the event's typed fields: a check whose executable is gone
+    # ends "missing" (the report's status word, not a bare failed), and the final words are
+    # the report's own status.
+    server = start_inproc("--trusted", checks={"gone": ["/nonexistent/flow-no-such-tool"]})
+    server.initialize()
+    params = {"name": "flow_check", "arguments": {}, "_meta": {"progressToken": "tok"}}
+    result = server.request(1, "tools/call", params)["result"]
+    [check] = result["structuredContent"]["checks"]
+    assert check["status"] == "missing"
+    assert server.finish() == 0
+    notes = [json.loads(line) for line in server.lines if b"notifications/progress" in line]
+    words = [
+        n["params"]["message"] for n in notes if "(still running," not in n["params"]["message"]
+    ]
+    assert words == ["check gone: running", "check gone: missing"]
+
+
 CHATTY = (
     "import os, subprocess, sys\n"
     "print('CHATTY-PRINT not json')\n"

@@ -96,7 +96,7 @@ class ProgressState:
                 if kind == "check_finished":
                     self._check_finished(event)
                 elif kind == "run_finished":
-                    self.phase = "finished: " + str(event.detail.get("status", "interrupted"))
+                    self.phase = "finished: " + (event.status or "interrupted")
                 return
             if event.role is not None:
                 self.role = event.role
@@ -112,22 +112,14 @@ class ProgressState:
                 self.model_tokens = 0
                 self.phase = f"{event.role} waiting for the model"
             elif kind == "model_progress":
-                tokens = event.detail.get("tokens")
-                if isinstance(tokens, int):
-                    self.model_tokens = tokens
+                if event.tokens is not None:
+                    self.model_tokens = event.tokens
             elif kind == "model_reply":
                 self.model_since = None
                 self.phase = f"{event.role} working"
             elif kind == "tool_call":
                 self.tool_count += 1
-                detail = event.detail
-                args = detail.get("arguments")
-                line = describe_call(
-                    event.name or "?",
-                    args if isinstance(args, Mapping) else None,
-                    _str_or_none(detail.get("error")),
-                    _str_or_none(detail.get("message")),
-                )
+                line = describe_call(event.name or "?", event.arguments, event.error, event.message)
                 self.tools.append((event.name or "?", event.ok, line))
             elif kind == "check_started":
                 self.running_checks[event.name or "?"] = time.monotonic()
@@ -140,18 +132,14 @@ class ProgressState:
                 self.phase = "review " + ("approved" if event.ok else "not approved")
             elif kind == "run_finished":
                 # The report's own status word (verified, unverified, interrupted, ...).
-                self.phase = "finished: " + str(event.detail.get("status", "-"))
+                self.phase = "finished: " + (event.status or "-")
 
     def _check_finished(self, event: Event) -> None:
         """Move a check from running to finished. Under ``lock``."""
         name = event.name or "?"
         started = self.running_checks.pop(name, time.monotonic())
-        duration = event.detail.get("duration_ms")
-        elapsed = (
-            float(duration) / 1000
-            if isinstance(duration, int | float)
-            else time.monotonic() - started
-        )
+        duration = event.duration_ms
+        elapsed = duration / 1000 if duration is not None else time.monotonic() - started
         self.finished_checks.append((name, event.ok, elapsed))
 
     def render(self) -> RenderableType:
@@ -195,10 +183,6 @@ class ProgressState:
         for name, started in self.running_checks.items():
             lines.append(Text.assemble(("…", "yellow"), f" {name} running {now - started:.1f}s"))
         return lines
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _mark(ok: bool | None) -> tuple[str, str]:

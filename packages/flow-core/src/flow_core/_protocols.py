@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["planner", "coder", "reviewer"]
@@ -245,7 +245,10 @@ EventKind = Literal[
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """A progress event for live displays (CLI progress line, TUI, MCP progress).
+    """A progress event for live displays (the CLI's live view, the TUI, MCP progress).
+
+    Every field is typed; which ones an event carries follows from its ``kind`` (the rest
+    stay None), so every display reads the same fields (``docs/architecture.md``, "Runtime").
 
     Attributes:
         kind: what happened.
@@ -253,9 +256,25 @@ class Event:
         cycle: the repair cycle (1-based), when in a run.
         turn: the model turn within the role invocation (1-based).
         name: the tool or check name for tool_call/check_* events.
-        ok: outcome for tool_call/check_finished/verification/review events.
+        ok: outcome for tool_call/check_finished/verification/review/run_finished events.
         elapsed_ms: milliseconds since the run (or check) started.
-        detail: free-form extra fields (JSON-serialisable).
+        status: check_finished: the check's status (``passed``, ``failed``, ``timeout``,
+            ...); run_finished: the report's status (``verified``, ``unverified``, ...).
+        model: role_started: the model the role asks.
+        task: run_started: the task's first 200 characters.
+        baseline: check_started/check_finished: the check runs on the untouched tree.
+        duration_ms: check_finished: the check's run time; model_reply: the request's.
+        tokens: model_progress: streamed fragments received so far for the request.
+        chars: model_progress: characters received so far.
+        prompt_tokens: model_reply: the server's prompt token count (None: not reported).
+        completion_tokens: model_reply: the server's reply token count (None: not reported).
+        finish_reason: model_reply: why the reply ended, as the server said.
+        call_id: tool_call: the call's id in the report's tool calls.
+        error: tool_call: the error code of a refused or failed call.
+        message: tool_call: that error's message.
+        arguments: tool_call: the report's capped copy of the arguments (never a whole file).
+        reasons: verification: why the run is not verified (empty when it is).
+        summary: review: the reviewer's summary.
     """
 
     kind: EventKind
@@ -265,7 +284,22 @@ class Event:
     name: str | None = None
     ok: bool | None = None
     elapsed_ms: float = 0.0
-    detail: Mapping[str, Any] = field(default_factory=dict)
+    status: str | None = None
+    model: str | None = None
+    task: str | None = None
+    baseline: bool | None = None
+    duration_ms: float | None = None
+    tokens: int | None = None
+    chars: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    call_id: str | None = None
+    error: str | None = None
+    message: str | None = None
+    arguments: Mapping[str, Any] | None = None
+    reasons: tuple[str, ...] = ()
+    summary: str | None = None
 
 
 class EventSink(Protocol):

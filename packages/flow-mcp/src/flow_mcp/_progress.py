@@ -33,7 +33,6 @@ def progress_message(event: Event) -> str:
     """
     where = f" (cycle {event.cycle})" if event.cycle is not None else ""
     kind = event.kind
-    detail = event.detail
     if kind == "run_started":
         return "run started"
     if kind == "role_started":
@@ -46,14 +45,14 @@ def progress_message(event: Event) -> str:
     if kind == "check_started":
         return f"check {event.name}: running{where}"
     if kind == "check_finished":
-        status = detail.get("status") or ("passed" if event.ok else "failed")
+        status = event.status or ("passed" if event.ok else "failed")
         return f"check {event.name}: {status}{where}"
     if kind == "verification":
         return f"verification{where}: {'verified' if event.ok else 'unverified'}"
     if kind == "review":
         return f"review{where}: {'approved' if event.ok else 'not approved'}"
     # run_finished
-    return f"run finished: {detail.get('status') or ('verified' if event.ok else 'failed')}"
+    return f"run finished: {event.status or ('verified' if event.ok else 'failed')}"
 
 
 class ProgressRelay:

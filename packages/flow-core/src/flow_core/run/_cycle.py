@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError, EditorError
-from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Role
+from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Event, Role
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
 from flow_core.run._fence import fence
@@ -247,12 +247,8 @@ class RunDriver:
         state.history.append(
             CycleRecord(cycle=cycle, checks=checks, verification=verification, review=review)
         )
-        state.emit(
-            "verification",
-            cycle=cycle,
-            ok=verification.verified,
-            detail={"reasons": list(verification.reasons)},
-        )
+        reasons = tuple(verification.reasons)
+        state.emit(Event("verification", cycle=cycle, ok=verification.verified, reasons=reasons))
         return verification
 
     def _suppressions(self, changed: Sequence[str]) -> list[str]:
@@ -327,13 +323,11 @@ class RunDriver:
         if review is None:
             message = "the reviewer's reply is not a JSON object matching the review schema"
             state.error("review_invalid", message, role="reviewer", cycle=cycle)
-            state.emit("review", role="reviewer", cycle=cycle, ok=False)
+            state.emit(Event("review", role="reviewer", cycle=cycle, ok=False))
             return None, f"invalid reviewer output (review_invalid): {message}"
         state.emit(
-            "review",
-            role="reviewer",
-            cycle=cycle,
-            ok=review.approved,
-            detail={"summary": review.summary},
+            Event(
+                "review", role="reviewer", cycle=cycle, ok=review.approved, summary=review.summary
+            )
         )
         return review, "approved" if review.approved else "rejected"

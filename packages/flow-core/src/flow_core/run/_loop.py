@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flow_core._errors import BackendError
-from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Role
+from flow_core._protocols import STREAM_METER, ChatMessage, ChatResponse, Event, Role
 from flow_core._report import RoleUsage
 from flow_core.run._budget import role_budget
 from flow_core.run._context import Context
@@ -34,7 +34,7 @@ from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
 from flow_core.run._stall import StallWatch, refuse_calls
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
-from flow_core.tools._record import tool_event_detail
+from flow_core.tools._record import tool_event
 
 if TYPE_CHECKING:
     from flow_core._codes import ErrorCode
@@ -246,9 +246,7 @@ class RoleLoop:
         self.state.note_context(0, self.limit)
         self.ctx.add(ChatMessage(role="system", content=spec.system))
         self.ctx.add(ChatMessage(role="user", content=spec.user))
-        self.state.emit(
-            "role_started", role=self.role, cycle=self.cycle, detail={"model": spec.model}
-        )
+        self.state.emit(Event("role_started", role=self.role, cycle=self.cycle, model=spec.model))
 
     def _answer(self, call: ToolCall, turn: int) -> tuple[ToolCall, bool]:
         """Run one tool call and answer it in the context (refused beyond the run's budget).
@@ -273,16 +271,7 @@ class RoleLoop:
             cycle=cycle,
             turn=turn,
         )
-        detail = tool_event_detail(outcome.id, state.ledger.records[-1])
-        state.emit(
-            "tool_call",
-            role=role,
-            cycle=cycle,
-            turn=turn,
-            name=call.name,
-            ok=outcome.ok,
-            detail=detail,
-        )
+        state.emit(tool_event(state.ledger.records[-1], role=role, turn=turn))
         content = outcome.content
         if role != "coder":
             # Planner and reviewer judge workspace text: it reaches them marked as data.
@@ -309,9 +298,7 @@ class RoleLoop:
             "budget_tool_calls",
             f"tool call {call.name!r} refused: max_tool_calls ({limit}) reached",
         )
-        self.state.emit(
-            "tool_call", role=self.role, cycle=self.cycle, turn=turn, name=call.name, ok=False
-        )
+        self.state.emit(tool_event(self.state.ledger.records[-1], role=self.role, turn=turn))
         raise RunEnded
 
     def _answer_issues(self, parsed: ParsedReply, answered: set[str]) -> None:
@@ -328,7 +315,7 @@ class RoleLoop:
         """Account one model turn: the role's turns and the run's largest turn number."""
         self.usage.turns += 1
         self.state.max_turns = max(self.state.max_turns, turn)
-        self.state.emit("turn", role=self.role, cycle=self.cycle, turn=turn)
+        self.state.emit(Event("turn", role=self.role, cycle=self.cycle, turn=turn))
 
     def _record_changes(self, turn: int) -> None:
         """Move the context's trims and cuts into the role's usage (the report)."""
@@ -369,7 +356,7 @@ def _ask(
     with progress events around it.
 
     While a streaming backend receives the reply, one ``model_progress`` event per streamed
-    fragment carries ``detail = {"tokens": fragments so far, "chars": characters so far}`` (an
+    fragment carries ``tokens`` (fragments so far) and ``chars`` (characters so far) (an
     event sink must be fast: ``EventSink``); when the reply is in, one ``model_reply`` event
     carries ``duration_ms`` and the server's ``prompt_tokens``/``completion_tokens`` (None when
     it reported none) and ``finish_reason``.
@@ -389,8 +376,9 @@ def _ask(
     def meter(chars: int) -> None:
         received["tokens"] += 1
         received["chars"] += chars
-        detail = dict(received)
-        state.emit("model_progress", role=role, cycle=cycle, turn=turn, detail=detail)
+        tokens, total = received["tokens"], received["chars"]
+        progress = Event("model_progress", role, cycle, turn, tokens=tokens, chars=total)
+        state.emit(progress)
 
     chat = functools.partial(
         backend.chat,
@@ -410,16 +398,16 @@ def _ask(
         STREAM_METER.reset(token)
         state.model_ms += (time.perf_counter() - started) * 1000.0
     state.emit(
-        "model_reply",
-        role=role,
-        cycle=cycle,
-        turn=turn,
-        detail={
-            "duration_ms": round((time.perf_counter() - started) * 1000.0, 1),
-            "prompt_tokens": response.prompt_tokens,
-            "completion_tokens": response.completion_tokens,
-            "finish_reason": response.finish_reason,
-        },
+        Event(
+            "model_reply",
+            role=role,
+            cycle=cycle,
+            turn=turn,
+            duration_ms=round((time.perf_counter() - started) * 1000.0, 1),
+            prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens,
+            finish_reason=response.finish_reason,
+        )
     )
     return response
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from flow_core._errors import BackendError, EditorError, FlowError
-from flow_core._protocols import ChatBackend, EditorBridge, EventSink, Role
+from flow_core._protocols import ChatBackend, EditorBridge, Event, EventSink, Role
 from flow_core._report import CheckResult, ErrorInfo, Report, ReportStatus
 from flow_core.run._baseline import BaselineGuard, baseline_check_names
 from flow_core.run._changes import ChangeTracker, sha256_hex
@@ -181,13 +181,13 @@ class Run:
 
     def _begin(self) -> None:
         task = self.state.task or ""
-        self.state.emit("run_started", detail={"task": task[:200]})
+        self.state.emit(Event("run_started", task=task[:200]))
         self.journal.note("run_started", task=task, workspace=str(self.config.workspace_dir))
 
     def _finish(self, status: ReportStatus) -> Report:
         report = self.report("run", status, ok=status == "verified")
         self.journal.note("run_finished", status=status, errors=[e.code for e in report.errors])
-        self.state.emit("run_finished", ok=report.ok, detail={"status": status})
+        self.state.emit(Event("run_finished", ok=report.ok, status=status))
         return report
 
     def check(self, names: Sequence[str]) -> Report:
@@ -242,7 +242,7 @@ class Run:
         state = self.state
         state.check_stop()
         prepared = prepare(self.config.checks[name], self.config.workspace_dir)
-        state.emit("check_started", cycle=cycle, name=name, detail={"baseline": baseline})
+        state.emit(Event("check_started", cycle=cycle, name=name, baseline=baseline))
         from flow_core.verify._checks import run_check
 
         result = run_check(
@@ -265,15 +265,15 @@ class Run:
         self.journal.check(result, cycle)
         state.checks_ms += result.duration_ms
         state.emit(
-            "check_finished",
-            cycle=cycle,
-            name=name,
-            ok=result.status == "passed",
-            detail={
-                "status": result.status,
-                "duration_ms": result.duration_ms,
-                "baseline": baseline,
-            },
+            Event(
+                "check_finished",
+                cycle=cycle,
+                name=name,
+                ok=result.status == "passed",
+                status=result.status,
+                duration_ms=result.duration_ms,
+                baseline=baseline,
+            )
         )
         if result.status == "interrupted":
             state.stop = True

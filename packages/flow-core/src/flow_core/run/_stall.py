@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import Role, ToolCall
+from flow_core.tools._record import tool_event
 
 if TYPE_CHECKING:
     from flow_core._codes import ErrorCode
@@ -202,4 +203,4 @@ def refuse_calls(
     for call in calls:
         args = call.arguments if isinstance(call.arguments, dict) else None
         toolbox.refuse(call.name, stall.code, f"not run: {stall.message}", args)
-        state.emit("tool_call", role=role, cycle=cycle, turn=turn, name=call.name, ok=False)
+        state.emit(tool_event(state.ledger.records[-1], role=role, turn=turn))

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from flow_core._protocols import Event, EventKind, EventSink, Role
+from flow_core._protocols import Event, EventSink
 from flow_core._report import CheckResult, CycleRecord, ErrorInfo, RoleUsage, Verification
 from flow_core.run._journal import NULL_JOURNAL, Journal
 
@@ -95,33 +94,13 @@ class RunState:
         """Milliseconds since the run started."""
         return (time.perf_counter() - self.t0) * 1000.0
 
-    def emit(
-        self,
-        kind: EventKind,
-        *,
-        role: Role | None = None,
-        cycle: int | None = None,
-        turn: int | None = None,
-        name: str | None = None,
-        ok: bool | None = None,
-        detail: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Send one progress ``Event``; an exception from the sink is ignored."""
+    def emit(self, event: Event) -> None:
+        """Send one progress ``Event``, stamped with the run's elapsed time; an exception from
+        the sink is ignored (a broken display must not break the run)."""
         if self.on_event is None:
             return
-        event = Event(
-            kind=kind,
-            role=role,
-            cycle=cycle,
-            turn=turn,
-            name=name,
-            ok=ok,
-            elapsed_ms=self.elapsed_ms(),
-            detail=detail or {},
-        )
-        # A broken display must not break the run.
         with contextlib.suppress(Exception):
-            self.on_event(event)
+            self.on_event(replace(event, elapsed_ms=self.elapsed_ms()))
 
     def error(
         self, code: ErrorCode, message: str, *, role: str | None = None, cycle: int | None = None

@@ -12,7 +12,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from flow_core._protocols import Event
+
 if TYPE_CHECKING:
+    from flow_core._protocols import Role
     from flow_core._report import ToolCallRecord
 
 __all__ = [
@@ -21,7 +24,7 @@ __all__ = [
     "capped_message",
     "clean_text",
     "invalid_unicode_at",
-    "tool_event_detail",
+    "tool_event",
 ]
 
 #: Longest string argument kept in the report (characters); longer ones are cut and marked.
@@ -101,14 +104,19 @@ def capped_arguments(arguments: Any) -> dict[str, Any]:
     return {"(not an object)": _cap(arguments, 1)}
 
 
-def tool_event_detail(call_id: str, record: ToolCallRecord) -> dict[str, Any]:
-    """The ``detail`` of a ``tool_call`` progress event: id, error code and message, arguments.
-
-    The arguments are the report's capped copy, so a live display never holds a whole file.
+def tool_event(record: ToolCallRecord, *, role: Role, turn: int | None) -> Event:
+    """The ``tool_call`` progress event of a recorded call: its name, outcome, id, error code
+    and message and the report's capped arguments, so a live display never holds a whole file.
     """
-    return {
-        "id": call_id,
-        "error": record.error,
-        "message": record.message,
-        "arguments": record.arguments,
-    }
+    return Event(
+        "tool_call",
+        role=role,
+        cycle=record.cycle,
+        turn=turn,
+        name=record.name,
+        ok=record.ok,
+        call_id=record.id,
+        error=record.error,
+        message=record.message,
+        arguments=record.arguments,
+    )
