@@ -32,7 +32,7 @@ from flow_core.run._fence import fence
 from flow_core.run._guided import unwrap
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
-from flow_core.run._stall import StallWatch, refuse_calls
+from flow_core.run._stall import StallWatch
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 from flow_core.tools._record import tool_event
 
@@ -208,9 +208,8 @@ class RoleLoop:
         calls = parsed.tool_calls
         stall = self.watch.screen(calls, last_turn=turn == self.agent.max_iterations)
         if stall is not None:
-            refuse_calls(
-                self.state, self.toolbox, calls, stall, role=self.role, cycle=self.cycle, turn=turn
-            )
+            for call in calls:
+                self._refuse(call, stall.code, f"not run: {stall.message}", turn)
             return self._fail(stall.code, stall.message)
         # Every call under its unique id, safe to encode; each id is answered once.
         self.ctx.add(
@@ -288,18 +287,21 @@ class RoleLoop:
             RunEnded: always.
         """
         limit = self.agent.max_tool_calls
-        self.toolbox.refuse(
-            call.name,
-            "budget_tool_calls",
-            f"the run's tool-call budget ({limit}) is spent",
-            call.arguments if isinstance(call.arguments, dict) else None,
+        self._refuse(
+            call, "budget_tool_calls", f"the run's tool-call budget ({limit}) is spent", turn
         )
         self._error(
             "budget_tool_calls",
             f"tool call {call.name!r} refused: max_tool_calls ({limit}) reached",
         )
-        self.state.emit(tool_event(self.state.ledger.records[-1], role=self.role, turn=turn))
         raise RunEnded
+
+    def _refuse(self, call: ToolCall, code: ErrorCode, message: str, turn: int) -> None:
+        """Record ``call`` as refused with ``code`` (the report's tool calls), not run, and
+        tell the live displays."""
+        arguments = call.arguments if isinstance(call.arguments, dict) else None
+        self.toolbox.refuse(call.name, code, message, arguments)
+        self.state.emit(tool_event(self.state.ledger.records[-1], role=self.role, turn=turn))
 
     def _answer_issues(self, parsed: ParsedReply, answered: set[str]) -> None:
         """Answer every call id a parse issue names that no run call answered."""

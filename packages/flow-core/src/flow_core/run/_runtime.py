@@ -155,9 +155,26 @@ class Runtime:
             return self._run_isolated(task)
         if not self.trusted or self._store is None:
             return self._run_recorded(task)
-        from flow_core.run._exclusive import run_exclusive
+        return self._run_exclusive(task, self._store, may_isolate=writes)
 
-        return run_exclusive(self, task, self._store, may_isolate=writes)
+    def _run_exclusive(self, task: str, store: RunStore, *, may_isolate: bool) -> Report:
+        """A trusted run in place, under the workspace's writer lock (``run/_exclusive.py``);
+        ``may_isolate``: the run could go isolated (no editor attached)."""
+        from flow_core.run._exclusive import wait_or_refuse
+        from flow_core.store import StoreError
+
+        try:
+            lock = store.workspace_lock(self.config.workspace_dir)
+            busy = lock.try_acquire(what="run")
+            if busy is not None and self.config.runs.when_busy == "isolate" and may_isolate:
+                return self._run_isolated(task)
+            if busy is not None:
+                state = self._new_run(task).state  # interrupt() stops the wait through it
+                wait_or_refuse(lock, busy, self.config.runs, lambda: state.stop)
+        except StoreError as err:
+            return self._new_run(task).failed("run", err.code, err.message)
+        with lock:
+            return self._run_recorded(task)
 
     def _run_isolated(self, task: str) -> Report:
         """A run in a private tree inside its record (``run/_isolated.py``)."""

@@ -28,15 +28,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from flow_core._protocols import Role, ToolCall
-from flow_core.tools._record import tool_event
+from flow_core._protocols import ToolCall
 
 if TYPE_CHECKING:
     from flow_core._codes import ErrorCode
-    from flow_core.run._state import RunState
-    from flow_core.tools import ToolBox
 
-__all__ = ["Stall", "StallWatch", "refuse_calls", "schema_texts"]
+__all__ = ["Stall", "StallWatch", "schema_texts"]
 
 #: Tools whose successful call changes the workspace (resets the repeat count).
 _WRITES = frozenset({"write_file", "edit_file"})
@@ -186,21 +183,3 @@ class StallWatch:
             if isinstance(value, str) and value.strip() and _norm(value) in texts:
                 return value[:120]
         return None
-
-
-def refuse_calls(
-    state: RunState,
-    toolbox: ToolBox,
-    calls: Sequence[ToolCall],
-    stall: Stall,
-    *,
-    role: Role,
-    cycle: int | None,
-    turn: int,
-) -> None:
-    """Record each of ``calls`` as refused with ``stall.code`` (the report's tool calls), none
-    of them run."""
-    for call in calls:
-        args = call.arguments if isinstance(call.arguments, dict) else None
-        toolbox.refuse(call.name, stall.code, f"not run: {stall.message}", args)
-        state.emit(tool_event(state.ledger.records[-1], role=role, turn=turn))
