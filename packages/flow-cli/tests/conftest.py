@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+# The suites' shared helpers (evidence_harness.py) live beside this file.
+sys.path.insert(0, str(Path(__file__).parent))
+
 from flow_testing.model_server import FakeModelServer, model_servers
 
 TIMEOUT_S = 120

@@ -1,16 +1,19 @@
 """The trust gate: real attacks by a model-written test file, each blocked by the check jail.
 
 Every case is a real ``flow run --trusted`` subprocess. A scripted model (the shared loopback
-model server) plans, writes ``test_attack.py`` into the workspace and finishes; the operator's
-check is real pytest on that file. Flow runs with a decoy ``HOME`` (``~/.ssh/id_rsa``), decoy
-secrets in its environment, a listener the test starts on 127.0.0.1 and a ``.git`` directory.
+model server) plans, writes ``test_attack.py`` into the workspace, runs the operator's check
+on it through its ``run_check`` tool (real pytest), and finishes. The coder's own check runs
+the workspace as the model left it; the gate's checks run the evidence run's tree, which
+holds no new test file, so the coder's check is where a model's test code runs. Flow runs
+with a decoy ``HOME`` (``~/.ssh/id_rsa``), decoy secrets in its environment, a listener the
+test starts on 127.0.0.1 and a ``.git`` directory.
 
 Each attack runs twice: with the default configuration (no ``[sandbox]`` table: the jail) it
 must be blocked, and with ``[sandbox] mode = "off"`` (the negative control) the very same
 attack must succeed, so a jail that does nothing fails this file. Every attack also prints
-evidence that it ran (pytest runs with ``-s``; the lines reach the check's output tail), so
-"blocked" never means "did not run". A jailed check runs on a private copy of the workspace,
-so nothing it writes there is evidence.
+evidence that it ran (pytest runs with ``-s``; the lines reach the output tail the coder's
+tool call gets back), so "blocked" never means "did not run". Jailed, the run leaves every
+byte of the workspace and of ``HOME`` as it was, except the test file Flow's tool wrote.
 
 Bounds: writes are capped (the big file at 200 MB), every command has a timeout, the listener
 accepts for a bounded time, and every process an attack leaves behind is found by a token in
@@ -221,21 +224,40 @@ def test_attack():
 }
 
 
-def _script(test_source: str) -> Any:
-    """planner: a plan; coder: write test_attack.py, then finish; reviewer: approve."""
+def _script(test_source: str, seen: list[str]) -> Any:
+    """planner: a plan; coder: write test_attack.py, run the check on it (its result goes to
+    ``seen``), then finish; reviewer: approve."""
 
     def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if request.get("format"):
             return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
         tools = {t["function"]["name"] for t in request.get("tools") or []}
         if "write_file" in tools:
-            if request["messages"][-1]["role"] == "tool":
-                return "Added the test.", []
-            call = {"path": "test_attack.py", "content": test_source}
-            return "", [{"name": "write_file", "arguments": call}]
+            answers = [m for m in request["messages"] if m["role"] == "tool"]
+            if not answers:
+                call = {"path": "test_attack.py", "content": test_source}
+                return "", [{"name": "write_file", "arguments": call}]
+            if len(answers) == 1:
+                return "", [{"name": "run_check", "arguments": {"name": "tests"}}]
+            seen.append(str(answers[1].get("content") or ""))
+            return "Added the test.", []
         return "Plan: add a test file.", []
 
     return script
+
+
+def _bytes_under(*roots: Path) -> dict[str, bytes]:
+    """Every regular file and link under ``roots`` (links as their targets), by path."""
+    out: dict[str, bytes] = {}
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            for name in [*files, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    out[path] = b"link:" + os.readlink(path).encode()
+                elif os.path.isfile(path):
+                    out[path] = Path(path).read_bytes()
+    return out
 
 
 @dataclass
@@ -246,6 +268,8 @@ class Outcome:
     received: bytes
     workspace: Path
     home: Path
+    before: dict[str, bytes]
+    after: dict[str, bytes]
 
 
 @pytest.fixture
@@ -273,7 +297,8 @@ def attack(env, h, tmp_path: Path, workspace: Path, fake_ollama) -> Iterator[Any
                 "BIG_BYTES": BIG_BYTES,
             }
             consts = "".join(f"{k} = {v!r}\n" for k, v in values.items())
-            fake = fake_ollama(_script(PRELUDE + consts + ATTACKS[name]))
+            seen: list[str] = []
+            fake = fake_ollama(_script(PRELUDE + consts + ATTACKS[name], seen))
             pytest_argv = [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider"]
             checks = h.check_table("tests", [*pytest_argv, "test_attack.py"], timeout_ms=60_000)
             if mode is not None:
@@ -281,15 +306,19 @@ def attack(env, h, tmp_path: Path, workspace: Path, fake_ollama) -> Iterator[Any
             cfg = h.operator_config(
                 tmp_path / "op.toml", workspace, base_url=fake.url, checks=checks
             )
+            before = _bytes_under(workspace, env.home)
             result = env.flow("--config", str(cfg), "run", "--trusted", "attack", timeout=120)
+            after = _bytes_under(workspace, env.home)
         report = result.json()
         return Outcome(
             report=report,
             stdout=result.stdout,
-            log="".join(c["output_tail"] for c in report.get("checks", [])),
+            log="".join(seen),
             received=bytes(lst.received),
             workspace=workspace,
             home=env.home,
+            before=before,
+            after=after,
         )
 
     run.token = token  # type: ignore[attr-defined]
@@ -305,11 +334,23 @@ MODES = [pytest.param(None, id="jailed-default"), pytest.param("off", id="contro
 
 
 def _ran(outcome: Outcome, jailed: bool) -> None:
-    """The attack really ran, under the expected kind of sandbox."""
+    """The attack really ran (in the coder's check), under the expected kind of sandbox; the
+    gate's check ran in the evidence run's tree, where the new test file is not; jailed, no
+    byte of the workspace or of ``HOME`` changed but the test file Flow wrote (and Flow's own
+    run record in ``HOME``'s state folder)."""
     checks = outcome.report["checks"]
     assert checks, outcome.report
     assert checks[0]["sandbox"] == ("bwrap" if jailed else "none"), checks[0]
+    assert checks[0]["tree"] == "fresh", checks[0]
+    assert outcome.report["tests_changed"] == ["test_attack.py"]
     assert "attempted" in outcome.log, (outcome.log, checks[0]["output_tail"])
+    if jailed:
+        written = str(outcome.workspace / "test_attack.py")
+        assert written not in outcome.before
+        assert written in outcome.after
+        store = str(outcome.home / ".local" / "state" / "flow") + os.sep
+        after = {p: b for p, b in outcome.after.items() if p != written and not p.startswith(store)}
+        assert after == outcome.before, sorted(set(after) ^ set(outcome.before))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -334,9 +375,9 @@ def test_secrets_from_flows_environment(attack, mode: str | None) -> None:
     _require_jail()
     out = attack("env_secrets", mode)
     _ran(out, mode is None)
-    assert out.report["checks"][0]["status"] == "failed"
+    assert "LEAK" in out.log
     for value in attack.secrets.values():
-        assert (value in out.stdout) is (mode == "off"), out.report["checks"][0]["output_tail"]
+        assert (value in out.log) is (mode == "off"), out.log
 
 
 @pytest.mark.parametrize("mode", MODES)

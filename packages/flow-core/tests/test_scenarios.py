@@ -356,12 +356,12 @@ def test_file_changed_during_review(ws: Path, flow_config: Callable[..., FlowCon
     assert any("app.py changed" in r for r in report.verification.reasons)
 
 
-def test_file_rewritten_by_a_check_is_not_verified(
+def test_file_rewritten_by_a_gate_check_stays_in_its_tree(
     ws: Path, flow_config: Callable[..., FlowConfig]
 ) -> None:
-    """Verification starts before the checks run: a check that rewrites an edited file (a
-    formatter, say) changes what was judged, so the run is not verified. Only an unjailed
-    check can: a jailed one runs on a private copy (test_jail_attacks.py)."""
+    """The checks that decide run in a fresh tree (the evidence run), jailed or not: a check
+    that rewrites an edited file (a formatter, say) rewrites the tree's copy, never the
+    workspace."""
     rewrite = "import pathlib; p = pathlib.Path('app.py'); p.write_text(p.read_text() + '# fmt\\n')"
     fmt = {"cmd": [PY, "-c", rewrite], "kind": "check", "required": False}
     rt, _ = runtime(
@@ -370,12 +370,9 @@ def test_file_rewritten_by_a_check_is_not_verified(
     )
     report = rt.run("t")
     consistent(report)
-    assert (ws / "app.py").read_text() == "x = 2\n# fmt\n"  # the check really rewrote it
-    assert report.status == "unverified"
-    assert report.verification is not None
-    c = report.verification.conditions
-    assert (c.required_checks_passed, c.review_approved, c.unchanged) == (True, True, False)
-    assert any("app.py changed" in r for r in report.verification.reasons)
+    assert (ws / "app.py").read_text() == "x = 2\n"
+    assert {c.name: c.tree for c in report.checks} == dict.fromkeys([*CHECKS, "fmt"], "fresh")
+    assert report.status == "verified", report.verification
 
 
 def test_a_git_folder_appearing_during_the_run_is_not_verified(
@@ -387,7 +384,15 @@ def test_a_git_folder_appearing_during_the_run_is_not_verified(
     fmt = {"cmd": [PY, "-c", plant], "kind": "check", "required": False}
     rt, _ = runtime(
         flow_config({**CHECKS, "plant": fmt}, agent={"max_cycles": 1}, sandbox={"mode": "off"}),
-        [PLAN, edit("x = 1", "x = 2"), text("done"), review(True)],
+        # The coder's own run of the check (feedback) runs in the workspace; the gate's runs
+        # happen in fresh trees (the evidence run).
+        [
+            PLAN,
+            ChatResponse("", tool_calls=(ToolCall("call-plant", "run_check", {"name": "plant"}),)),
+            edit("x = 1", "x = 2"),
+            text("done"),
+            review(True),
+        ],
     )
     report = rt.run("t")
     consistent(report)

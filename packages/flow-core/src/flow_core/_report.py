@@ -109,6 +109,12 @@ class CheckResult(_Model):
         description="why the results do not prove a pass (missing, unparsable, no test, a "
         "failure, a baseline test removed, renamed or newly skipped)",
     )
+    tree: Literal["fresh"] | None = Field(
+        default=None,
+        description='"fresh": it ran in the evidence run\'s tree (the baseline plus exactly the '
+        "changes Flow's tools made, a pytest check's harness as the baseline had it); null: "
+        "on the workspace as it was",
+    )
 
 
 class SandboxStatus(_Model):
@@ -366,6 +372,12 @@ class Report(_Model):
     fixed_tests: list[str] = Field(
         default_factory=list,
         description='"CHECK: TEST_ID" for each test that failed at baseline and passes now',
+    )
+    tests_changed: list[str] = Field(
+        default_factory=list,
+        description="test files and test-harness files (conftest.py, __init__.py on the way to "
+        "a test, test-runner configuration and plugins) the model changed or added; the "
+        "evidence run used the baseline's versions, so they decide nothing",
     )
     weak_evidence: list[str] = Field(
         default_factory=list,

@@ -200,7 +200,7 @@ class RunDriver:
         # means").
         hashes_checked = self.changes.hashes()
         fresh_checked = self._freshness(cycle)
-        checks = [self.run.run_check(name, cycle) for name in config.checks]
+        checks = [self.run.run_check(name, cycle, evidence=True) for name in config.checks]
         state.check_stop()
         state.final_checks = checks
         changed = self.changes.changed_files()

@@ -59,6 +59,7 @@ from flow_core.verify._toolfiles import ROOT_PROTECTED
 
 if TYPE_CHECKING:
     from flow_core.config import CheckConfig
+    from flow_core.verify._tree import WorkspacePlan
 
 __all__ = ["MAX_LISTED_CHANGES", "Prepared", "RunEvidence", "prepare"]
 
@@ -139,6 +140,11 @@ class RunEvidence:
     max_files: int = DEFAULT_MAX_FILES
     root: Path | None = None
     guard: BaselineGuard = field(default_factory=BaselineGuard)
+    #: The workspace's files at the baseline, before any check ran: the evidence run's tree
+    #: (``run/_run.Run.evidence_tree``); None outside a trusted run.
+    plan: WorkspacePlan | None = None
+    #: Harness files the model changed or added (``verify/_harness.py``).
+    tests_changed: set[str] = field(default_factory=set)
 
     # -- structured results ---------------------------------------------------------------------
 

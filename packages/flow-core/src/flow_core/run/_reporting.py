@@ -149,6 +149,7 @@ def build_report(
         warnings=evidence.guard.warnings() if evidence is not None and is_run else [],
         fixed_tests=[f"{r.name}: {t}" for r in state.final_checks for t in r.fixed_tests],
         suppressions_added=list(state.suppressions) if is_run else [],
+        tests_changed=sorted(evidence.tests_changed) if evidence is not None else [],
         outside_changes=evidence.outside_changes() if evidence is not None and is_run else [],
         tree=evidence.tree if evidence is not None and is_run else None,
         roles=dict(state.roles),

@@ -32,9 +32,10 @@ from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
     from flow_core._codes import ErrorCode
-    from flow_core.config import FlowConfig
+    from flow_core.config import CheckConfig, FlowConfig
     from flow_core.store import RunRecord
     from flow_core.tools import ToolBox
+    from flow_core.verify._tree import TreeSpec
     from flow_safeio import Workspace
 
 __all__ = ["Run", "RunSetup", "kill_check_groups"]
@@ -235,13 +236,18 @@ class Run:
 
     # -- the parts that act for the run ---------------------------------------------------------
 
-    def run_check(self, name: str, cycle: int | None, *, baseline: bool = False) -> CheckResult:
+    def run_check(
+        self, name: str, cycle: int | None, *, baseline: bool = False, evidence: bool = False
+    ) -> CheckResult:
         """Run one configured check, judge its evidence, record it; ``cycle`` None outside
         a cycle. A check with structured results writes them to a private folder outside the
-        workspace; they are judged against the baseline (``run/_evidence.py``)."""
+        workspace; they are judged against the baseline (``run/_evidence.py``). The baseline
+        and, with ``evidence``, the gate's checks run in the evidence run's tree
+        (``evidence_tree``); the coder's own checks (feedback) run on the workspace."""
         state = self.state
         state.check_stop()
         prepared = prepare(self.config.checks[name], self.config.workspace_dir)
+        tree = self.evidence_tree(name, prepared.check) if baseline or evidence else None
         state.emit(Event("check_started", cycle=cycle, name=name, baseline=baseline))
         from flow_core.verify._checks import run_check
 
@@ -256,6 +262,7 @@ class Run:
             protected=self.config.protected,
             writable=() if prepared.folder is None else (prepared.folder,),
             on_start=self.journal.check_group,
+            tree=tree,
         )
         result = self.evidence.conclude(result, prepared, baseline=baseline)
         if baseline:
@@ -286,11 +293,43 @@ class Run:
         Returns:
             ``baseline_failing`` entries that stop the run (empty: go on).
         """
+        from flow_core.verify._tree import plan_workspace
+
+        with contextlib.suppress(OSError):  # unreadable: the checks run on the workspace
+            self.evidence.plan = plan_workspace(self.config.workspace_dir)
         for name in baseline_check_names(self.config):
             self.run_check(name, None, baseline=True)
         self.state.check_stop()
         self.evidence.watch_start(self.config.workspace_dir, self.config.runs.watch_max_files)
         return self.evidence.guard.stops()
+
+    def evidence_tree(self, name: str, check: CheckConfig) -> TreeSpec | None:
+        """The evidence run's tree for one check (``docs/architecture.md``, "The evidence
+        run"): the workspace's files as the baseline found them, plus exactly the changes
+        Flow's tools made; for a pytest check the harness keeps its baseline bytes and a
+        change to it is ``tests_changed`` (``verify/_harness.py``). None before the baseline.
+        """
+        from flow_core.verify._harness import baseline_test_files, split_changes
+        from flow_core.verify._results import pytest_position
+        from flow_core.verify._tree import TreeSpec
+
+        plan = self.evidence.plan
+        if plan is None:
+            return None
+        changes = {p: self.changes.read_disk(p) for p in self.changes.pre}
+        if pytest_position(check.cmd) is None:
+            return TreeSpec(plan, changes)
+        files = set(plan.files)
+
+        def at_baseline(path: str) -> bytes | None:
+            if path in self.changes.pre:
+                return self.changes.pre[path]
+            return self.changes.read_disk(path) if path in files else None
+
+        tests = baseline_test_files(self.evidence.baseline.get(name), files)
+        split = split_changes(changes, at_baseline, tests=tests, argv=check.cmd)
+        self.evidence.tests_changed |= split.changed
+        return TreeSpec(plan, split.overlay)
 
     def watch(self, written: Mapping[str, str | None]) -> list[str]:
         """After a review: every change Flow's tools did not make, as gate reasons."""

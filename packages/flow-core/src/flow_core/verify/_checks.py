@@ -35,6 +35,7 @@ from flow_core._protocols import EditorBridge
 from flow_core._report import CheckResult, ErrorInfo
 from flow_core.config import executable_identity
 from flow_core.verify._sandbox import Jail, prepare_jail
+from flow_core.verify._tree import TreeSpec, build_unjailed
 
 if TYPE_CHECKING:
     from flow_core.config import CheckConfig
@@ -227,6 +228,7 @@ def run_check(
     protected: Sequence[str] = (),
     writable: Sequence[str] = (),
     on_start: Callable[[int], None] | None = None,
+    tree: TreeSpec | None = None,
 ) -> CheckResult:
     """Run one named check and return its result; never raises for the check's own outcome.
 
@@ -250,6 +252,10 @@ def run_check(
         on_start: called with the check's process group id once it runs (the run record
             keeps it, so the group of a run killed with SIGKILL is ended by whoever settles
             that run: ``store/_reap.py``); an exception it raises is ignored.
+        tree: run the check in a fresh tree made from this spec (the evidence run,
+            ``docs/architecture.md``, "The evidence run"): the jail's private copy, or without
+            a jail a private copy the check runs in (``verify/_tree.build_unjailed``); None
+            runs it on the workspace as it is (``CheckResult.tree`` ``"workspace"``).
 
     Returns:
         A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
@@ -315,7 +321,16 @@ def run_check(
             workspace=cwd,
             protected=protected,
             writable=writable,
+            tree=tree,
         )
+        if tree is not None and jail.kind == "none":
+            try:
+                private = build_unjailed(cwd, tree)
+            except BaseException:
+                jail.close()
+                raise
+            jail._cleanups.append(private.close)
+            cwd = private.root
     except ConfigError as err:
         return _result(name, check, "refused", started=started, code=err.code, message=err.message)
     except OSError as err:
@@ -338,7 +353,8 @@ def run_check(
             should_stop=should_stop,
             on_start=on_start,
         )
-        return _limit_status(result, jail)
+        result = _limit_status(result, jail)
+        return result if tree is None else result.model_copy(update={"tree": "fresh"})
     finally:
         jail.close()
 

@@ -81,7 +81,7 @@ from flow_core.verify._jail_argv import (
 )
 from flow_core.verify._jail_root import data_fds, identity_files
 from flow_core.verify._seccomp import seccomp_fd, seccomp_program
-from flow_core.verify._tree import build_tree, plan_workspace
+from flow_core.verify._tree import TreeSpec, build_tree, plan_workspace
 
 __all__ = [
     "BWRAP_PACKAGE",
@@ -269,6 +269,7 @@ def prepare_jail(
     protected: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     writable: Sequence[str] = (),
+    tree: TreeSpec | None = None,
 ) -> Jail:
     """Build how one check is started. Call ``Jail.close()`` after the check, always.
 
@@ -282,6 +283,9 @@ def prepare_jail(
         writable: absolute folders outside the workspace bound read-write (a check's private
             results folder, where ``{junit_xml}`` points).
         environ: Flow's environment (default ``os.environ``).
+        tree: what the jail's private copy holds (the evidence run, ``verify/_tree.TreeSpec``);
+            None copies the workspace as it is now. Ignored without bubblewrap: the caller
+            makes the unjailed tree (``verify/_tree.build_unjailed``).
 
     Raises:
         ConfigError: ``sandbox_unavailable`` when ``mode = "bwrap"`` and bubblewrap is unusable.
@@ -303,6 +307,7 @@ def prepare_jail(
             protected=protected,
             environ=env_in,
             writable=[os.path.realpath(w) for w in writable],
+            spec=tree,
         )
     else:
         private = tempfile.mkdtemp(prefix="flow-check-")
@@ -337,19 +342,23 @@ def _bwrap_jail(
     protected: Sequence[str],
     environ: Mapping[str, str],
     writable: list[str],
+    spec: TreeSpec | None = None,
 ) -> Jail:
-    """A bubblewrap jail on a private copy of ``workspace`` owned by the check's user.
+    """A bubblewrap jail on a private copy of ``workspace`` owned by the check's user: the
+    workspace as it is now, or what ``spec`` says (the evidence run).
 
     Raises:
         OSError: the private copy could not be made (nothing is left behind).
     """
-    plan = plan_workspace(workspace)
+    plan = plan_workspace(workspace) if spec is None else spec.plan
+    overlay = None if spec is None else spec.usable_overlay()
     disk, no_disk = make_disk(workspace)
     try:
         tree = build_tree(
             workspace,
             plan.files,
             owner=user.owner,
+            overlay=overlay,
             mount_points=plan.read_only,
             parent=disk.tree if disk is not None else None,
         )

@@ -35,7 +35,15 @@ from pathlib import Path
 
 from flow_safeio import is_generated_dir
 
-__all__ = ["CACHE_DIRS", "PrivateTree", "WorkspacePlan", "build_tree", "plan_workspace"]
+__all__ = [
+    "CACHE_DIRS",
+    "PrivateTree",
+    "TreeSpec",
+    "WorkspacePlan",
+    "build_tree",
+    "build_unjailed",
+    "plan_workspace",
+]
 
 #: Generated folders that are caches: left out of the copy and not bound (a check writes a
 #: fresh one in its copy, which goes away with it).
@@ -59,6 +67,35 @@ class WorkspacePlan:
 
     files: tuple[str, ...]
     read_only: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """What the evidence run's tree holds (``docs/architecture.md``, "The evidence run").
+
+    Attributes:
+        plan: the workspace's files and read-only folders as they were at the baseline,
+            before any check ran (:func:`plan_workspace`).
+        overlay: path -> bytes written over the copy (None: the path is left out): exactly
+            the changes Flow's tools made, with a pytest check's harness at its baseline
+            bytes (``verify/_harness.py``). Paths in caches, ``.git`` or a read-only folder
+            are never written.
+    """
+
+    plan: WorkspacePlan
+    overlay: Mapping[str, bytes | None] = field(default_factory=dict)
+
+    def usable_overlay(self) -> dict[str, bytes | None]:
+        """``overlay`` without the paths no copy holds (caches, ``.git``, read-only folders)."""
+        out: dict[str, bytes | None] = {}
+        for rel, data in self.overlay.items():
+            names = [p.rstrip(". ").casefold() for p in rel.split("/")]
+            if any(n in CACHE_DIRS or n == ".git" for n in names):
+                continue
+            if any(rel == ro or rel.startswith(ro + "/") for ro in self.plan.read_only):
+                continue
+            out[rel] = data
+        return out
 
 
 @dataclass
@@ -324,3 +361,27 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def build_unjailed(workspace: str | Path, spec: TreeSpec) -> PrivateTree:
+    """The evidence run's tree for a check that runs without a jail.
+
+    The same copy a jail makes (:func:`build_tree` of ``spec``, owned by Flow's user), with
+    each read-only folder of the plan (``.git``, virtualenvs, dependency folders) a symbolic
+    link to the workspace's, so the check finds its interpreter and packages. Unjailed, the
+    check can follow those links and write through them: ``mode = "off"`` protects nothing.
+
+    Raises:
+        OSError: the copy could not be made (nothing is left behind).
+    """
+    src = os.path.realpath(workspace)
+    tree = build_tree(src, spec.plan.files, overlay=spec.usable_overlay())
+    try:
+        for rel in spec.plan.read_only:
+            parts = rel.split("/")
+            _folders(tree.root, parts[:-1], None, set())
+            os.symlink(os.path.join(src, *parts), os.path.join(tree.root, *parts))
+    except BaseException:
+        tree.close()
+        raise
+    return tree
