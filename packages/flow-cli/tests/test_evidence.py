@@ -312,6 +312,24 @@ def test_workspace_text_reaches_the_reviewer_only_as_marked_data(
     assert all(nonce not in request_text(r) for r in coder)
 
 
+def test_the_reviewer_sees_the_evidence_fenced(env, tmp_path, project, fake_ollama) -> None:
+    # The fix, plus an extra test the model added: the reviewer is told which baseline test
+    # now passes and that the new test file decided nothing, inside a data fence.
+    extra = write("test_more.py", "import calc\n\n\ndef test_more():\n    assert calc\n")
+    fake = fake_ollama(script([FIX, extra]))
+    code, report, _ = run(env, config(tmp_path, project, fake.url))
+    assert code == 0, report["verification"]["reasons"]
+    assert report["tests_changed"] == ["test_more.py"]
+    reviews = [r for r in fake.requests if r.get("format")]
+    user = next(m["content"] for m in reviews[0]["messages"] if m["role"] == "user")
+    begin = re.search(r"<<<WORKSPACE DATA ([0-9a-f]{32}) evidence>>>", user)
+    assert begin is not None, user
+    block = user[begin.end() : user.index(f"<<<END WORKSPACE DATA {begin.group(1)}>>>")]
+    assert "pass now: tests: test_calc::test_one_to_three" in block
+    assert "they prove nothing): test_more.py" in block
+    assert "WEAK EVIDENCE" not in block
+
+
 def test_a_reviewer_approval_never_replaces_a_required_check(
     env, tmp_path, project, fake_ollama
 ) -> None:

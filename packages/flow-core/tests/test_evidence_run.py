@@ -67,6 +67,9 @@ def test_baseline_test_files_come_from_junit_ids() -> None:
     assert baseline_test_files(None, files) == set()
 
 
+PYTEST_SECTION = b'[tool.pytest.ini_options]\naddopts = "-p plug"\n'
+
+
 def _reader(files: dict[str, bytes]):  # type: ignore[no-untyped-def]
     return files.get
 
@@ -76,7 +79,7 @@ def test_the_harness_keeps_its_baseline_bytes_and_the_rest_is_the_models() -> No
         "calc.py": b"def add(a, b):\n    return a - b\n",
         "tests/unit/check_calc.py": b"def test_add(): ...\n",
         "tests/__init__.py": b"",
-        "pyproject.toml": b'[project]\nname = "x"\n[tool.pytest.ini_options]\naddopts = "-p plug"\n',
+        "pyproject.toml": b'[project]\nname = "x"\n' + PYTEST_SECTION,
         "setup.cfg": b"[metadata]\nname = x\n",
     }
     changes = {
@@ -89,7 +92,7 @@ def test_the_harness_keeps_its_baseline_bytes_and_the_rest_is_the_models() -> No
         "plug.py": b"def pytest_configure(config): ...\n",  # a plugin named in addopts
         "myplug/__init__.py": b"",  # a plugin named in the argv
         "setup.cfg": b"[metadata]\nname = y\n",  # no pytest section: the model's
-        "pyproject.toml": b'[project]\nname = "y"\n[tool.pytest.ini_options]\naddopts = "-p plug"\n',
+        "pyproject.toml": b'[project]\nname = "y"\n' + PYTEST_SECTION,
     }
     split = split_changes(
         changes,

@@ -43,6 +43,7 @@ from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import RoleOutcome, RunEnded, RunState
 from flow_core.tools._map import MAP_CHARS, project_map
 from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
+from flow_core.verify._results import is_weak
 from flow_core.verify._suppress import added_suppressions
 
 if TYPE_CHECKING:
@@ -313,6 +314,8 @@ class RunDriver:
             checks,
             self.changes.diff(),
             limit=self.config.agent.max_context_chars,
+            tests_changed=sorted(self.run.evidence.tests_changed),
+            weak=[n for n, c in self.config.checks.items() if is_weak(c)],
         )
         outcome = self._role("reviewer", user, cycle=cycle, response_format=REVIEW_SCHEMA)
         if not outcome.completed:

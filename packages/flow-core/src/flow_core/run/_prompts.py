@@ -58,9 +58,23 @@ def coder_prompt(
 
 
 def reviewer_prompt(
-    task: str, plan: str | None, checks: Sequence[CheckResult], diff: str, *, limit: int
+    task: str,
+    plan: str | None,
+    checks: Sequence[CheckResult],
+    diff: str,
+    *,
+    limit: int,
+    tests_changed: Sequence[str] = (),
+    weak: Sequence[str] = (),
 ) -> str:
-    """The reviewer's user message; the diff is cut to a third of ``limit`` characters."""
+    """The reviewer's user message; the diff is cut to a third of ``limit`` characters.
+
+    Besides the task, the plan, the checks' statuses and the diff it carries the evidence the
+    host gathered (``docs/architecture.md``, "The evidence run"): the baseline tests that now
+    pass, the test and harness files the model changed or added (which decided nothing), and
+    the test checks whose pass rests on the exit status alone. Test ids and paths are
+    workspace text, so that block is fenced like the diff (``run/_fence.py``).
+    """
     cap = max(1_000, limit // 3)
     if len(diff) > cap:
         diff = diff[:cap] + "\n[diff cut to fit the context budget]"
@@ -73,9 +87,29 @@ def reviewer_prompt(
     return (
         f"{DATA_NOTICE}\n\nTask:\n{task}\n\nPlan:\n{fence('plan', plan or '')}\n\n"
         f"Checks run by the host:\n{summary}\n\n"
+        f"Evidence gathered by the host:\n{_evidence_block(checks, tests_changed, weak)}\n\n"
         f"Diff:\n{fence('diff', diff) if diff else '(no changes)'}\n\n"
         "Reply with the JSON review object only."
     )
+
+
+def _evidence_block(
+    checks: Sequence[CheckResult], tests_changed: Sequence[str], weak: Sequence[str]
+) -> str:
+    fixed = [f"{r.name}: {t}" for r in checks for t in r.fixed_tests]
+    lines = [
+        "Baseline tests that failed before and pass now: "
+        + (", ".join(fixed) if fixed else "none"),
+        "Test or test-harness files the coder changed or added (the host ran the baseline's "
+        "versions instead; they prove nothing): "
+        + (", ".join(tests_changed) if tests_changed else "none"),
+    ]
+    if weak:
+        lines.append(
+            "WEAK EVIDENCE: the pass of these test checks rests on their exit status alone: "
+            + ", ".join(weak)
+        )
+    return fence("evidence", "\n".join(lines))
 
 
 def feedback_text(
