@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from flow_testing.model_server import coder_script
+
 CALC_BUGGY = (
     '"""Sums."""\n\n\ndef inclusive_sum(start: int, stop: int) -> int:\n'
     '    """Sum of the integers from start to stop, both included."""\n'
@@ -38,19 +40,7 @@ def request_text(request: dict[str, Any]) -> str:
 
 def script(calls: list[Call], *, approve: bool = True) -> Callable[..., Any]:
     """Planner: a plan. Coder: ``calls`` one per turn, then "Done.". Reviewer: a verdict."""
-
-    def answer(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        if request.get("format"):
-            return json.dumps({"approved": approve, "summary": "ok", "findings": []}), []
-        if "write_file" not in tool_names(request):
-            return "Plan: fix calc.inclusive_sum.", []
-        done = sum(1 for m in request["messages"] if m["role"] == "tool")
-        if done < len(calls):
-            name, args = calls[done]
-            return "", [{"name": name, "arguments": args}]
-        return "Done.", []
-
-    return answer
+    return coder_script(calls, plan="Plan: fix calc.inclusive_sum.", approve=approve)
 
 
 def write(path: str, content: str) -> Call:
