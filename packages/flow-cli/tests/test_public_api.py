@@ -1,7 +1,9 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import flow_cli
+from flow_testing.testmap import map_problems
 
 
 def test_all_names_exist() -> None:
@@ -23,3 +25,9 @@ def test_importing_the_package_loads_no_heavy_modules() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_the_test_map_names_every_module_and_test_file() -> None:
+    """``tests/README.md`` maps every module of ``src`` and every file of ``tests`` and names
+    no file that is gone, so a module's tests are found without searching."""
+    assert map_problems(Path(__file__).parent) == []

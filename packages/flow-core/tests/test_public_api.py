@@ -10,6 +10,7 @@ import flow_core
 import flow_core.run
 import flow_core.store
 import flow_core.verify
+from flow_testing.testmap import map_problems
 
 
 def test_all_names_exist() -> None:
@@ -72,3 +73,26 @@ def test_import_loads_no_public_module_until_a_name_is_used() -> None:
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = flow_core.no_such_name
+
+
+def test_the_test_map_names_every_module_and_test_file() -> None:
+    """``tests/README.md`` maps every module of ``src`` and every file of ``tests`` and names
+    no file that is gone, so a module's tests are found without searching."""
+    assert map_problems(Path(__file__).parent) == []
+
+
+def test_the_map_check_sees_a_missing_module_and_a_stale_name(tmp_path: Path) -> None:
+    """The control: a module without a row and a row for a file that is gone are both named."""
+    package = tmp_path / "pkg" / "src" / "mod"
+    (package / "sub").mkdir(parents=True)
+    for name in ("__init__.py", "_a.py", "sub/_b.py"):
+        (package / name).write_text("")
+    tests = tmp_path / "pkg" / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("")
+    (tests / "README.md").write_text("`__init__.py`, `_a.py`, `_b.py`, `_gone.py`: `test_a.py`\n")
+    assert map_problems(tests) == [
+        "unnamed: sub/_b.py",
+        "no such file: _b.py",
+        "no such file: _gone.py",
+    ]

@@ -1,6 +1,8 @@
 import threading
+from pathlib import Path
 
 import flow_rose
+from flow_testing.testmap import map_problems
 
 
 def test_all_names_exist() -> None:
@@ -54,3 +56,9 @@ def test_pynvim_was_imported_on_the_main_thread() -> None:
     from pynvim.msgpack_rpc.event_loop import base
 
     assert base.main_thread is threading.main_thread()
+
+
+def test_the_test_map_names_every_module_and_test_file() -> None:
+    """``tests/README.md`` maps every module of ``src`` and every file of ``tests`` and names
+    no file that is gone, so a module's tests are found without searching."""
+    assert map_problems(Path(__file__).parent) == []
