@@ -1,6 +1,7 @@
 """Every error code Flow reports, as one table of typed rows: code, category, meaning, cause, fix.
 
-This module is data. Each row is one code: its category (``usage``: fix the command line or the
+This module is a table of data, long because it holds one row per code and no logic to split
+by job. Each row is one code: its category (``usage``: fix the command line or the
 configuration, CLI exit 2; ``failure``: the work failed, exit 1; ``interrupted``: Ctrl-C, SIGTERM
 or a cancelled MCP request, exit 130), the area that raises it (flow-core itself, preflight, the
 baseline check, the HTTP backends, the reply parser, the Rose editor bridge, flow-safeio), its

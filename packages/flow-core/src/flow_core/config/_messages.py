@@ -118,14 +118,64 @@ def _unit(dotted: str) -> str:
 def _explain(e: Mapping[str, Any], loc: tuple[str | int, ...], dotted: str) -> tuple[str, str]:
     """``(problem, fix)`` for one pydantic error, in the TOML file's terms.
 
-    Longer than 80 lines on purpose: one flat branch per pydantic error type reads (and
-    greps) better than a table of small closures.
+    One flat branch per pydantic error type (read and grepped better than a table of small
+    closures); the errors about a key's shape or a check's own rules are in ``_shape``.
     """
     kind: str = e["type"]
     ctx: Mapping[str, Any] = e.get("ctx") or {}
     got = e.get("input")
     last = str(loc[-1]) if loc and not isinstance(loc[-1], int) else ""
     unit = _unit(dotted)
+    shape = _shape(e, loc, last)
+    if shape is not None:
+        return shape
+    if kind.endswith(("_type", "_parsing")) or kind == "is_instance_of":
+        want = _EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"))
+        if want is None:
+            return str(e["msg"]), "correct the value"
+        problem = f"expected {want}, got {type_name(got)}"
+        fix = f"write {want}"
+        if isinstance(got, str) and want not in ("a string", "an array", "a table"):
+            fix += " without quotes"
+        if last in _EXAMPLES and want == "an array":
+            fix += ", e.g. " + _EXAMPLES[last]
+        elif unit:
+            fix += f" ({unit})"
+        return problem, fix
+    if kind == "literal_error":
+        allowed = str(ctx.get("expected", "")).replace("'", '"')
+        return f"{_toml_value(got)} is not one of {allowed}", f"write one of {allowed}"
+    if kind in ("greater_than", "greater_than_equal"):
+        bound = ctx.get("gt", ctx.get("ge"))
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
+        words = "greater than" if kind == "greater_than" else "at least"
+        what = (
+            f"a number of {unit}" if unit else "an integer" if isinstance(got, int) else "a value"
+        )
+        return (
+            f"must be {words} {bound}, not {_toml_value(got)}",
+            f"write {what} {'of ' if kind == 'greater_than_equal' else ''}{words} {bound}",
+        )
+    if kind == "finite_number":
+        return f"must be a finite number, not {_toml_value(got)}", (
+            f"write a number of {unit or 'units'}, e.g. 120"
+        )
+    if kind == "string_too_short":
+        fix = "write a model name" if last == "model" or dotted.startswith("models.") else ""
+        if dotted.startswith("models."):
+            fix += ", or remove the key to use the backend's model"
+        what = "the model name" if fix else "the value"
+        return f"{what} is an empty string", fix or "write a non-empty string"
+    if kind == "too_short":
+        return "the array is empty", "give at least one element"
+    return str(e["msg"]).removeprefix("Value error, "), "correct the value"
+
+
+def _shape(e: Mapping[str, Any], loc: tuple[str | int, ...], last: str) -> tuple[str, str] | None:
+    """``(problem, fix)`` for an error about a key's presence, an argv or a URL; else ``None``."""
+    kind: str = e["type"]
+    ctx: Mapping[str, Any] = e.get("ctx") or {}
     if kind == "extra_forbidden":
         return (
             "unknown key",
@@ -172,47 +222,7 @@ def _explain(e: Mapping[str, Any], loc: tuple[str | int, ...], dotted: str) -> t
         )
     if kind == "check_name":
         return str(e["msg"]), "rename the table, e.g. [checks.tests]"
-    if kind.endswith(("_type", "_parsing")) or kind == "is_instance_of":
-        want = _EXPECTED.get(kind.removesuffix("_type").removesuffix("_parsing"))
-        if want is None:
-            return str(e["msg"]), "correct the value"
-        problem = f"expected {want}, got {type_name(got)}"
-        fix = f"write {want}"
-        if isinstance(got, str) and want not in ("a string", "an array", "a table"):
-            fix += " without quotes"
-        if last in _EXAMPLES and want == "an array":
-            fix += ", e.g. " + _EXAMPLES[last]
-        elif unit:
-            fix += f" ({unit})"
-        return problem, fix
-    if kind == "literal_error":
-        allowed = str(ctx.get("expected", "")).replace("'", '"')
-        return f"{_toml_value(got)} is not one of {allowed}", f"write one of {allowed}"
-    if kind in ("greater_than", "greater_than_equal"):
-        bound = ctx.get("gt", ctx.get("ge"))
-        if isinstance(bound, float) and bound.is_integer():
-            bound = int(bound)
-        words = "greater than" if kind == "greater_than" else "at least"
-        what = (
-            f"a number of {unit}" if unit else "an integer" if isinstance(got, int) else "a value"
-        )
-        return (
-            f"must be {words} {bound}, not {_toml_value(got)}",
-            f"write {what} {'of ' if kind == 'greater_than_equal' else ''}{words} {bound}",
-        )
-    if kind == "finite_number":
-        return f"must be a finite number, not {_toml_value(got)}", (
-            f"write a number of {unit or 'units'}, e.g. 120"
-        )
-    if kind == "string_too_short":
-        fix = "write a model name" if last == "model" or dotted.startswith("models.") else ""
-        if dotted.startswith("models."):
-            fix += ", or remove the key to use the backend's model"
-        what = "the model name" if fix else "the value"
-        return f"{what} is an empty string", fix or "write a non-empty string"
-    if kind == "too_short":
-        return "the array is empty", "give at least one element"
-    return str(e["msg"]).removeprefix("Value error, "), "correct the value"
+    return None
 
 
 def _workspace_line(e: Mapping[str, Any], where: str, workspace_arg: str | None) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Self
 
 from flow_core._errors import BackendError
-from flow_core.models._http import check_backend_settings, check_base_url
+from flow_core.models._http import Peer, check_backend_settings, check_base_url
 
 __all__ = ["HTTPBackend"]
 
@@ -67,6 +67,16 @@ class HTTPBackend:
         self.timeout = float(timeout)
         self.timeout_key = timeout_key
         self.max_response_bytes = max_response_bytes
+
+    #: The server's name in messages and what to do when it cannot be reached (the subclass
+    #: sets both in its constructor).
+    _server: str
+    _fix: str
+
+    @property
+    def _peer(self) -> Peer:
+        """The server as error messages name it (``stream_request``)."""
+        return Peer(self._server, self._fix, self.timeout_key)
 
     def request_options(self, options: Mapping[str, Any] | None) -> Mapping[str, Any]:
         """``options`` for one request, or the backend's own when None."""

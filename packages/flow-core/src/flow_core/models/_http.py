@@ -13,17 +13,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-import math
 import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from flow_core._catalogue import ErrorCode, codes_of
 from flow_core._errors import BackendError
 from flow_core._urls import url_problem
+from flow_core.models._bodies import (
+    encode_json_body,
+    excerpt,
+    iter_lines_capped,
+    read_capped,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -33,6 +39,7 @@ __all__ = [
     "REQUEST_SCOPE",
     "TOOL_RESULT_MODES",
     "HTTPStatusError",
+    "Peer",
     "RequestScope",
     "check_backend_settings",
     "check_base_url",
@@ -200,13 +207,6 @@ def make_client(
     )
 
 
-def excerpt(body: bytes | str, limit: int = 300) -> str:
-    """The first ``limit`` characters of a body, on one line, for error messages."""
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
 def _error_text(body: bytes) -> str:
     """The ``error`` field of a JSON error body, else an excerpt of the body."""
     try:
@@ -222,16 +222,25 @@ def _error_text(body: bytes) -> str:
     return excerpt(body)
 
 
+@dataclass(frozen=True)
+class Peer:
+    """The server a request goes to, in the words its error messages use.
+
+    Attributes:
+        server: a human name ("Ollama at http://127.0.0.1:11434").
+        fix: what to tell the operator when the server cannot be reached.
+        timeout_key: the config key that sets the client's timeout (``"ollama.timeout"``),
+            named with its value in a ``backend_timeout`` message; ``None`` names none.
+    """
+
+    server: str
+    fix: str
+    timeout_key: str | None = None
+
+
 @contextmanager
 def stream_request(
-    client: httpx.Client,
-    method: str,
-    path: str,
-    *,
-    json_body: Any = None,
-    server: str,
-    fix: str,
-    timeout_key: str | None = None,
+    client: httpx.Client, method: str, path: str, *, json_body: Any = None, peer: Peer
 ) -> Iterator[httpx.Response]:
     """Send a request and yield the streaming response, translating failures.
 
@@ -251,10 +260,7 @@ def stream_request(
         client: from ``make_client``.
         method / path: the HTTP request, path relative to the client's base URL.
         json_body: request body, sent as JSON.
-        server: a human name for messages ("Ollama at http://127.0.0.1:11434").
-        fix: what to tell the operator when the server cannot be reached.
-        timeout_key: the config key that sets the client's timeout (``"ollama.timeout"``),
-            named with its value in the ``backend_timeout`` message; ``None`` names none.
+        peer: the server, named in messages, with the fix and timeout key they give.
 
     Raises:
         BackendError: see above.
@@ -265,50 +271,62 @@ def stream_request(
     scope = REQUEST_SCOPE.get()
     if scope is not None:
         scope.add(watch)
-    total = getattr(getattr(client, "timeout", None), "read", None)
-    timer = None
-    if isinstance(total, int | float) and total > 0:
-        timer = threading.Timer(float(total), lambda: watch.stop(expired=True))
-        timer.daemon = True
+    timer = _deadline_timer(client, watch)
+    request = f"{method} {path}"
     try:
         kwargs: dict[str, Any] = {"headers": {"Connection": "close"}}
         kwargs["extensions"] = {"trace": watch.trace}
         if json_body is not None:
-            kwargs["content"] = encode_json_body(json_body, server=server)
+            kwargs["content"] = encode_json_body(json_body, server=peer.server)
             kwargs["headers"]["Content-Type"] = "application/json"
         if timer is not None:
             timer.start()
         with client.stream(method, path, **kwargs) as response:
-            if 300 <= response.status_code < 400:
-                where = response.headers.get("location", "?")
-                raise BackendError(
-                    f"{server} answered {method} {path} with redirect {response.status_code} "
-                    f"to {where}; Flow does not follow redirects: fix the base_url",
-                    code="redirect_refused",
-                )
-            if response.status_code >= 400:
-                body = read_capped(response, 64_000, server=server, truncate=True)
-                raise HTTPStatusError(
-                    f"{server} answered {method} {path} with HTTP {response.status_code}: "
-                    f"{_error_text(body)}",
-                    status=response.status_code,
-                    body=body,
-                )
+            _refuse_status(response, request, peer.server)
             yield response
     except httpx.TransportError as exc:
         if watch.expired:
             raise BackendError(
-                _deadline_message(client, server, f"{method} {path}", timeout_key),
-                code="backend_timeout",
+                _deadline_message(client, request, peer), code="backend_timeout"
             ) from exc
-        _raise_transport(exc, client, server, f"{method} {path}", fix=fix, timeout_key=timeout_key)
+        _raise_transport(exc, client, request, peer)
     finally:
         if timer is not None:
             timer.cancel()
 
 
-def _deadline_message(client: httpx.Client, server: str, request: str, key: str | None) -> str:
+def _deadline_timer(client: httpx.Client, watch: _Watch) -> threading.Timer | None:
+    """A timer that shuts ``watch``'s connection when the client's total timeout runs out
+    (not started); ``None`` when the client has no read timeout."""
+    total = getattr(getattr(client, "timeout", None), "read", None)
+    if not (isinstance(total, int | float) and total > 0):
+        return None
+    timer = threading.Timer(float(total), lambda: watch.stop(expired=True))
+    timer.daemon = True
+    return timer
+
+
+def _refuse_status(response: httpx.Response, request: str, server: str) -> None:
+    """Raise for a redirect (``redirect_refused``) or an error status (``backend_http``)."""
+    if 300 <= response.status_code < 400:
+        where = response.headers.get("location", "?")
+        raise BackendError(
+            f"{server} answered {request} with redirect {response.status_code} "
+            f"to {where}; Flow does not follow redirects: fix the base_url",
+            code="redirect_refused",
+        )
+    if response.status_code >= 400:
+        body = read_capped(response, 64_000, server=server, truncate=True)
+        raise HTTPStatusError(
+            f"{server} answered {request} with HTTP {response.status_code}: {_error_text(body)}",
+            status=response.status_code,
+            body=body,
+        )
+
+
+def _deadline_message(client: httpx.Client, request: str, peer: Peer) -> str:
     """``backend_timeout`` for a request whose total time ran out."""
+    server, key = peer.server, peer.timeout_key
     seconds = getattr(getattr(client, "timeout", None), "read", None)
     limit = f"{seconds:g} s" if isinstance(seconds, int | float) else "the time allowed"
     what = key if key is not None else "the timeout"
@@ -320,18 +338,11 @@ def _deadline_message(client: httpx.Client, server: str, request: str, key: str 
     )
 
 
-def _raise_transport(
-    exc: Exception,
-    client: httpx.Client,
-    server: str,
-    request: str,
-    *,
-    fix: str,
-    timeout_key: str | None,
-) -> None:
+def _raise_transport(exc: Exception, client: httpx.Client, request: str, peer: Peer) -> None:
     """Translate an httpx transport failure into ``BackendError`` (always raises)."""
     import httpx
 
+    server, fix, timeout_key = peer.server, peer.fix, peer.timeout_key
     if isinstance(exc, httpx.TimeoutException):
         message = _timeout_message(exc, client, server, request, timeout_key)
         raise BackendError(message, code="backend_timeout") from exc
@@ -342,56 +353,6 @@ def _raise_transport(
         f"the connection to {server} failed during {request} ({type(exc).__name__}: {exc}): {fix}"
     )
     raise BackendError(message, code="backend_unreachable") from exc
-
-
-def _sanitized(value: Any, depth: int = 0) -> Any:
-    """``value`` with lone surrogates replaced by U+FFFD and NaN/Infinity by null."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-        return value
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if depth > 200:
-        return value
-    if isinstance(value, Mapping):
-        return {_sanitized(k, depth + 1): _sanitized(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_sanitized(v, depth + 1) for v in value]
-    return value
-
-
-def encode_json_body(body: Any, *, server: str) -> bytes:
-    """``body`` as compact UTF-8 JSON (RFC 8259: no NaN, valid Unicode).
-
-    A lone UTF-16 surrogate anywhere in the body (text from the model, a task given on a
-    command line with undecodable bytes, an editor's reply) is replaced by U+FFFD rather than
-    sent as an escape some servers refuse; a NaN or Infinity (which JSON cannot carry) becomes
-    null.
-
-    Raises:
-        BackendError: code ``request_unencodable`` for nesting too deep or a value of a type
-            JSON has no form for; the message names the problem, never the request's content.
-    """
-
-    def dump(value: Any) -> bytes:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        return text.encode("utf-8")
-
-    try:
-        try:
-            return dump(body)
-        except (UnicodeEncodeError, ValueError):
-            return dump(_sanitized(body))
-    except (ValueError, TypeError, RecursionError, UnicodeEncodeError) as err:
-        reason = excerpt(str(err), 120) if not isinstance(err, RecursionError) else "too deep"
-        raise BackendError(
-            f"the request to {server} could not be encoded as JSON ({type(err).__name__}: "
-            f"{reason}); nothing was sent",
-            code="request_unencodable",
-        ) from err
 
 
 #: Each httpx timeout class: the phase it ends, in words, and the ``httpx.Timeout`` field.
@@ -425,65 +386,6 @@ def _reason(exc: Exception) -> str:
     if "refused" in text:
         return "connection refused"
     return str(exc) or type(exc).__name__
-
-
-def read_capped(
-    response: httpx.Response, max_bytes: int, *, server: str, truncate: bool = False
-) -> bytes:
-    """Read a streaming response body, counting bytes as they arrive.
-
-    Both the decoded bytes and the bytes received on the wire count against the cap (the
-    client also asks for ``Accept-Encoding: identity``, so the two are normally equal).
-
-    Args:
-        response: an open streaming response.
-        max_bytes: the most bytes accepted.
-        server: a human name for messages.
-        truncate: return the first ``max_bytes`` bytes instead of raising (for error bodies).
-
-    Raises:
-        BackendError: code ``response_too_large`` once more than ``max_bytes`` arrived.
-    """
-    chunks: list[bytes] = []
-    total = 0
-    for chunk in response.iter_bytes():
-        total += len(chunk)
-        if max(total, response.num_bytes_downloaded) > max_bytes:
-            if truncate:
-                chunks.append(chunk[: max(0, max_bytes - (total - len(chunk)))])
-                break
-            raise _too_large(server, max_bytes)
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def iter_lines_capped(response: httpx.Response, max_bytes: int, *, server: str) -> Iterator[bytes]:
-    """Yield the non-blank lines of an NDJSON stream, counting bytes against ``max_bytes``.
-
-    Raises:
-        BackendError: code ``response_too_large`` once more than ``max_bytes`` arrived.
-    """
-    total = 0
-    pending = b""
-    for chunk in response.iter_bytes():
-        total += len(chunk)
-        if max(total, response.num_bytes_downloaded) > max_bytes:
-            raise _too_large(server, max_bytes)
-        lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
-        for line in lines:
-            if line.strip():
-                yield line
-    if pending.strip():
-        yield pending
-
-
-def _too_large(server: str, max_bytes: int) -> BackendError:
-    return BackendError(
-        f"{server} sent more than {max_bytes} bytes; the reply was cut off "
-        "(fix: ask for a shorter answer or raise max_response_bytes)",
-        code="response_too_large",
-    )
 
 
 def monotonic_ms() -> float:

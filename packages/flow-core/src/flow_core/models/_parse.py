@@ -109,6 +109,50 @@ def parse_reply(
     if max_chars <= 0:
         raise ValueError("max_chars must be positive")
     issues: list[ReplyIssue] = []
+    content, bad = _bounded_content(response, max_chars, issues)
+    cut_off = (response.finish_reason or "").lower() in _CUT_OFF_REASONS
+    if cut_off:
+        issues.append(
+            ReplyIssue(
+                "context_overflow",
+                "the reply was cut short by the context window or token limit; "
+                "answer more briefly or in smaller steps",
+            )
+        )
+    committed = _committed(content)
+    raw_calls = _unique_ids(list(response.tool_calls))
+    text = committed
+    if not raw_calls:
+        raw_calls, text = _recovered_calls(committed, cut_off, issues)
+    if not text.strip() and not raw_calls:
+        issues.append(_no_answer(response, content, committed))
+        return ParsedReply(text="", tool_calls=(), issues=tuple(issues))
+
+    # Text-form calls from text that held lone surrogates carry U+FFFD where the model wrote
+    # something else: their arguments are not what the model meant, so they are not run.
+    tainted = {c.id for c in raw_calls if bad is not None and not response.tool_calls}
+    calls = [
+        c
+        for c in (_usable_call(c, tool_names, cut_off, issues, c.id in tainted) for c in raw_calls)
+        if c
+    ]
+    return ParsedReply(
+        text=text,
+        tool_calls=tuple(calls),
+        issues=tuple(issues),
+        echo_calls=tuple(_echo(c) for c in raw_calls),
+    )
+
+
+def _bounded_content(
+    response: ChatResponse, max_chars: int, issues: list[ReplyIssue]
+) -> tuple[str, int | None]:
+    """The reply's content cut to ``max_chars`` and made valid Unicode.
+
+    Returns:
+        The content, and the index of its first lone surrogate (``None`` when there was none).
+        Each change made is appended to ``issues``.
+    """
     content = response.content if isinstance(response.content, str) else ""
     if len(content) > max_chars:
         issues.append(
@@ -128,75 +172,58 @@ def parse_reply(
             )
         )
         content = _clean(content)
-    cut_off = (response.finish_reason or "").lower() in _CUT_OFF_REASONS
-    if cut_off:
+    return content, bad
+
+
+def _recovered_calls(
+    committed: str, cut_off: bool, issues: list[ReplyIssue]
+) -> tuple[list[ToolCall], str]:
+    """The calls written as text in a reply that had no structured calls.
+
+    Returns:
+        The recovered calls and the text left once they are taken out. Each call recovered,
+        an ambiguous wrapper and a call cut off by the length limit add an issue.
+    """
+    recovered, text, ambiguous = text_calls(committed)
+    if ambiguous:
         issues.append(
             ReplyIssue(
-                "context_overflow",
-                "the reply was cut short by the context window or token limit; "
-                "answer more briefly or in smaller steps",
+                "ambiguous_call",
+                "a tool call written as text had the wrapper's own tags inside a value, "
+                "so where it ends is unclear; none of the reply's text calls was run; "
+                "use the structured tool-calling interface, or JSON arguments",
             )
         )
-    committed = _committed(content)
-    raw_calls = _unique_ids(list(response.tool_calls))
-    text = committed
-    if not raw_calls:
-        recovered, text, ambiguous = text_calls(committed)
-        if ambiguous:
-            issues.append(
-                ReplyIssue(
-                    "ambiguous_call",
-                    "a tool call written as text had the wrapper's own tags inside a value, "
-                    "so where it ends is unclear; none of the reply's text calls was run; "
-                    "use the structured tool-calling interface, or JSON arguments",
-                )
+    for call in recovered:
+        issues.append(
+            ReplyIssue(
+                "text_tool_call",
+                f"the call to {_show(call.name)} was written as text; "
+                "use the structured tool-calling interface",
+                call.id,
             )
-        for call in recovered:
-            issues.append(
-                ReplyIssue(
-                    "text_tool_call",
-                    f"the call to {_show(call.name)} was written as text; "
-                    "use the structured tool-calling interface",
-                    call.id,
-                )
+        )
+    if cut_off and not recovered and WRAPPER_OPEN.search(mask_code(committed)):
+        issues.append(
+            ReplyIssue(
+                "call_cut_off",
+                "a tool call written in the reply was cut off by the length limit and was "
+                "not run; send it again, complete (write large files in smaller edits)",
             )
-        raw_calls = recovered
-        if cut_off and not recovered and WRAPPER_OPEN.search(mask_code(committed)):
-            issues.append(
-                ReplyIssue(
-                    "call_cut_off",
-                    "a tool call written in the reply was cut off by the length limit and was "
-                    "not run; send it again, complete (write large files in smaller edits)",
-                )
-            )
-    if not text.strip() and not raw_calls:
-        thought = len(response.reasoning.strip()) + (len(content.strip()) - len(committed))
-        if thought > 0:
-            issues.append(
-                ReplyIssue(
-                    "reasoning_only",
-                    f"the reply held only reasoning ({thought} characters) and no answer; "
-                    "now give the answer, or one tool call",
-                )
-            )
-        else:
-            issues.append(ReplyIssue("empty_reply", "the reply had neither text nor tool calls"))
-        return ParsedReply(text="", tool_calls=(), issues=tuple(issues))
+        )
+    return list(recovered), text
 
-    # Text-form calls from text that held lone surrogates carry U+FFFD where the model wrote
-    # something else: their arguments are not what the model meant, so they are not run.
-    tainted = {c.id for c in raw_calls if bad is not None and not response.tool_calls}
-    calls = [
-        c
-        for c in (_usable_call(c, tool_names, cut_off, issues, c.id in tainted) for c in raw_calls)
-        if c
-    ]
-    return ParsedReply(
-        text=text,
-        tool_calls=tuple(calls),
-        issues=tuple(issues),
-        echo_calls=tuple(_echo(c) for c in raw_calls),
-    )
+
+def _no_answer(response: ChatResponse, content: str, committed: str) -> ReplyIssue:
+    """The issue of a reply with neither answer text nor calls: reasoning only, or empty."""
+    thought = len(response.reasoning.strip()) + (len(content.strip()) - len(committed))
+    if thought > 0:
+        return ReplyIssue(
+            "reasoning_only",
+            f"the reply held only reasoning ({thought} characters) and no answer; "
+            "now give the answer, or one tool call",
+        )
+    return ReplyIssue("empty_reply", "the reply had neither text nor tool calls")
 
 
 def _usable_call(

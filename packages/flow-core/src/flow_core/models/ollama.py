@@ -146,9 +146,7 @@ class OllamaBackend(HTTPBackend):
                 "POST",
                 "/api/chat",
                 json_body=body,
-                server=self._server,
-                fix=self._fix,
-                timeout_key=self.timeout_key,
+                peer=self._peer,
             ) as response:
                 if self.stream:
                     reply = self._read_stream(response, model)
@@ -399,9 +397,7 @@ class OllamaBackend(HTTPBackend):
                 method,
                 path,
                 json_body=body,
-                server=self._server,
-                fix=self._fix,
-                timeout_key=self.timeout_key,
+                peer=self._peer,
             ) as response:
                 raw = read_capped(response, self.max_response_bytes, server=self._server)
         except HTTPStatusError as err:

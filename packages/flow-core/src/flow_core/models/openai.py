@@ -331,9 +331,7 @@ class OpenAIBackend(HTTPBackend):
             method,
             path,
             json_body=body,
-            server=self._server,
-            fix=self._fix,
-            timeout_key=self.timeout_key,
+            peer=self._peer,
         ) as response:
             return read_capped(response, self.max_response_bytes, server=self._server)
 
