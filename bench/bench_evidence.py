@@ -29,7 +29,7 @@ from typing import Any
 
 from flow_core import FlowConfig
 from flow_core.run._evidence import prepare
-from flow_core.verify._checks import run_check
+from flow_core.verify._checks import CheckScope, run_check
 from flow_core.verify._sandbox import probe_bwrap
 from flow_core.verify._tree import TreeSpec, plan_workspace
 
@@ -69,8 +69,7 @@ def _run(cfg: FlowConfig, tree: TreeSpec | None) -> float:
         prepared.check,
         cwd=cfg.workspace_dir,
         sandbox=cfg.sandbox,
-        writable=folder,
-        tree=tree,
+        scope=CheckScope(writable=folder, tree=tree),
     )
     took = (time.perf_counter() - started) * 1000.0
     shutil.rmtree(str(prepared.folder), ignore_errors=True)

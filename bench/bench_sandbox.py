@@ -36,7 +36,7 @@ from typing import Any
 from flow_core import FlowConfig
 from flow_core.verify import _sandbox
 from flow_core.verify._cgroup import CheckCgroup
-from flow_core.verify._checks import run_check
+from flow_core.verify._checks import CheckScope, run_check
 from flow_core.verify._sandbox import probe_bwrap
 from flow_core.verify._tree import build_tree, plan_workspace
 
@@ -68,7 +68,11 @@ def _config(ws: Path, argv: list[str], mode: str) -> FlowConfig:
 def _once(cfg: FlowConfig) -> float:
     started = time.perf_counter()
     result = run_check(
-        "c", cfg.checks["c"], cwd=cfg.workspace_dir, sandbox=cfg.sandbox, protected=cfg.protected
+        "c",
+        cfg.checks["c"],
+        cwd=cfg.workspace_dir,
+        sandbox=cfg.sandbox,
+        scope=CheckScope(protected=cfg.protected),
     )
     took = (time.perf_counter() - started) * 1000.0
     if result.status != "passed":
@@ -179,7 +183,11 @@ def main() -> int:
         pytest_argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         cfg = _config(ws, [true], "auto")
         probe_result = run_check(
-            "c", cfg.checks["c"], cwd=ws, sandbox=cfg.sandbox, protected=cfg.protected
+            "c",
+            cfg.checks["c"],
+            cwd=ws,
+            sandbox=cfg.sandbox,
+            scope=CheckScope(protected=cfg.protected),
         )
         result: dict[str, Any] = {
             "bench": "sandbox",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from flow_core import CheckConfig, EditorFreshness, kill_all_process_groups, run_check
-from flow_core.verify._checks import OUTPUT_TAIL_BYTES, live_process_groups
+from flow_core.verify._checks import OUTPUT_TAIL_BYTES, CheckWatch, live_process_groups
 
 PY = sys.executable
 
@@ -178,12 +178,14 @@ class DirtyEditor:
 def test_check_refused_while_a_buffer_is_dirty(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     cmd = [PY, "-c", f"open({str(marker)!r}, 'w').close()"]
-    result = run_check("t", check(cmd), cwd=tmp_path, editor=DirtyEditor(("a.py",)))  # type: ignore[arg-type]
+    dirty = CheckWatch(editor=DirtyEditor(("a.py",)))  # type: ignore[arg-type]
+    result = run_check("t", check(cmd), cwd=tmp_path, watch=dirty)
     assert result.status == "refused"
     assert result.error is not None
     assert result.error.code == "check_refused"
     assert not marker.exists()
-    clean = run_check("t", check(cmd), cwd=tmp_path, editor=DirtyEditor(()))  # type: ignore[arg-type]
+    saved = CheckWatch(editor=DirtyEditor(()))  # type: ignore[arg-type]
+    clean = run_check("t", check(cmd), cwd=tmp_path, watch=saved)
     assert clean.status == "passed"
     assert marker.exists()
 
@@ -199,7 +201,10 @@ def test_keyboard_interrupt_kills_the_group_then_propagates(tmp_path: Path) -> N
 
     with pytest.raises(KeyboardInterrupt):
         run_check(
-            "t", check(["/bin/sh", "-c", script]), cwd=tmp_path, should_stop=ctrl_c_once_started
+            "t",
+            check(["/bin/sh", "-c", script]),
+            cwd=tmp_path,
+            watch=CheckWatch(should_stop=ctrl_c_once_started),
         )
     assert not group_alive(int(pid_file.read_text()))
     assert live_process_groups() == []

@@ -23,7 +23,7 @@ import pytest
 
 from flow_core import FlowConfig
 from flow_core.verify._cgroup import cgroup_parents
-from flow_core.verify._checks import run_check
+from flow_core.verify._checks import CheckScope, run_check
 from flow_core.verify._jail_argv import _has_size
 from flow_core.verify._sandbox import probe_bwrap
 
@@ -49,7 +49,11 @@ def _attack(ws: Path, code: str, *, mode: str = "auto", **sandbox: Any) -> str:
         }
     )
     result = run_check(
-        "t", cfg.checks["t"], cwd=cfg.workspace_dir, sandbox=cfg.sandbox, protected=cfg.protected
+        "t",
+        cfg.checks["t"],
+        cwd=cfg.workspace_dir,
+        sandbox=cfg.sandbox,
+        scope=CheckScope(protected=cfg.protected),
     )
     if mode != "off":
         assert result.sandbox == "bwrap", result.sandbox_reason

@@ -23,7 +23,7 @@ import pytest
 from flow_core import ConfigError, FlowConfig, Runtime
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.models.scripted import ScriptedBackend
-from flow_core.verify._checks import run_check
+from flow_core.verify._checks import CheckScope, run_check
 from flow_core.verify._sandbox import prepare_jail, probe_bwrap, sandbox_status
 
 PY = sys.executable
@@ -45,7 +45,7 @@ def _run(cfg: FlowConfig, name: str = "t") -> Any:
         cfg.checks[name],
         cwd=cfg.workspace_dir,
         sandbox=cfg.sandbox,
-        protected=cfg.protected,
+        scope=CheckScope(protected=cfg.protected),
     )
 
 
@@ -97,7 +97,12 @@ def test_mount_order_keeps_a_workspace_under_tmp_visible(jail_ok: None, ws: Path
     (ws / ".git").mkdir()
     (ws / ".mcp.json").write_text("{}")
     jail = prepare_jail(
-        PY, [PY, "-V"], SandboxConfig(), workspace=ws, protected=[".mcp.json"], environ={}
+        PY,
+        [PY, "-V"],
+        SandboxConfig(),
+        workspace=ws,
+        scope=CheckScope(protected=[".mcp.json"]),
+        environ={},
     )
     try:
         argv = jail.argv

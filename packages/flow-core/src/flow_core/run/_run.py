@@ -249,20 +249,24 @@ class Run:
         prepared = prepare(self.config.checks[name], self.config.workspace_dir)
         tree = self.evidence_tree(name, prepared.check) if baseline or evidence else None
         state.emit(Event("check_started", cycle=cycle, name=name, baseline=baseline))
-        from flow_core.verify._checks import run_check
+        from flow_core.verify._checks import CheckScope, CheckWatch, run_check
 
         result = run_check(
             name,
             prepared.check,
             cwd=self.config.workspace_dir,
-            editor=self.editor,
-            owner=self,
-            should_stop=lambda: state.stop,
             sandbox=self.config.sandbox,
-            protected=self.config.protected,
-            writable=() if prepared.folder is None else (prepared.folder,),
-            on_start=self.journal.check_group,
-            tree=tree,
+            scope=CheckScope(
+                protected=self.config.protected,
+                writable=() if prepared.folder is None else (prepared.folder,),
+                tree=tree,
+            ),
+            watch=CheckWatch(
+                editor=self.editor,
+                owner=self,
+                should_stop=lambda: state.stop,
+                on_start=self.journal.check_group,
+            ),
         )
         result = self.evidence.conclude(result, prepared, baseline=baseline)
         if baseline:

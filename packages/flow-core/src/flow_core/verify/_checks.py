@@ -11,20 +11,17 @@ a short grace period, then SIGKILL, and the leader is reaped. Even a check that 
 has its group killed before the leader is reaped, so background children it forgot cannot
 outlive it.
 
-Live process groups are kept in a module-level registry so that signal handlers (the CLI's and
-the MCP server's SIGTERM handlers) can call :func:`kill_all_process_groups`.
+Live process groups are kept in a module-level registry (``verify/_groups.py``) so that signal
+handlers (the CLI's and the MCP server's SIGTERM handlers) can call
+:func:`kill_all_process_groups`; the output is read by ``verify/_output.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import select
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,8 +31,21 @@ from flow_core._errors import ConfigError, EditorError
 from flow_core._protocols import EditorBridge
 from flow_core._report import CheckResult, ErrorInfo
 from flow_core.config import executable_identity
+from flow_core.verify._groups import (
+    _LIVE,
+    GRACE_S,
+    _close_and_reap,
+    _Live,
+    _pidfd,
+    _signal_group,
+    _terminate,
+    kill_all_process_groups,
+    live_process_groups,
+)
+from flow_core.verify._jail import CheckScope, CheckWatch
+from flow_core.verify._output import OUTPUT_TAIL_BYTES, pump
 from flow_core.verify._sandbox import Jail, prepare_jail
-from flow_core.verify._tree import TreeSpec, build_unjailed
+from flow_core.verify._tree import build_unjailed
 
 if TYPE_CHECKING:
     from flow_core.config import CheckConfig
@@ -44,176 +54,46 @@ if TYPE_CHECKING:
 __all__ = [
     "GRACE_S",
     "OUTPUT_TAIL_BYTES",
+    "CheckScope",
+    "CheckWatch",
     "kill_all_process_groups",
     "live_process_groups",
     "run_check",
 ]
 
-#: Bytes of combined stdout+stderr kept per check (the tail).
-OUTPUT_TAIL_BYTES = 16 * 1024
-#: Seconds between SIGTERM and SIGKILL when a check's group is terminated.
-GRACE_S = 0.5
-_READ_CHUNK = 65536
-#: Seconds the pipe is still read after the leader exited (escaped processes may hold it).
-_AFTER_EXIT_S = 0.5
-_HAVE_PIDFD = hasattr(os, "pidfd_open")
 
+@dataclass(frozen=True)
+class _Job:
+    """One call of ``run_check``: the check's name and config, and when it began."""
 
-@dataclass
-class _Live:
-    """One running check's process group."""
+    name: str
+    check: CheckConfig
+    started: float
 
-    proc: subprocess.Popen[bytes]
-    pgid: int
-    owner: object
-    interrupted: bool = False
-    #: pidfd of bubblewrap's pid 1 (its pid namespace ends when it does), or -1.
-    ns_pidfd: int = -1
-
-
-# pid -> entry. Plain dict operations only (no lock): kill_all_process_groups may run inside a
-# signal handler on the main thread while that same thread is in the middle of run_check.
-_LIVE: dict[int, _Live] = {}
-
-
-def live_process_groups() -> list[int]:
-    """Process-group ids of the checks running right now (for diagnostics and tests)."""
-    return [e.pgid for e in _snapshot()]
-
-
-def _snapshot(owner: object | None = None) -> list[_Live]:
-    for _ in range(5):
-        try:
-            entries = list(_LIVE.values())
-        except RuntimeError:  # changed size while another thread copied it
-            continue
-        return [e for e in entries if owner is None or e.owner is owner]
-    return []
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _group_members_alive(pgid: int) -> bool:
-    """True while a non-zombie process other than a reaped leader is in ``pgid``.
-
-    Uses ``/proc`` where it exists (Linux); elsewhere falls back to ``killpg(pgid, 0)``, which
-    also counts zombies and so errs on the side of "alive".
-    """
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    with os.scandir(proc) as entries:
-        pids = [e.name for e in entries if e.name.isdigit()]
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # comm may contain spaces and parentheses: fields start after the last ')'.
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[0] != b"Z" and int(fields[2]) == pgid:
-            return True
-    return False
-
-
-_HAVE_WAITID = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
-
-
-def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Has the leader exited? Where ``waitid(WNOWAIT)`` exists it is not reaped yet, so its
-    pgid cannot be reused while the rest of the group is killed; elsewhere it is reaped."""
-    if proc.returncode is not None:
-        return True
-    if not _HAVE_WAITID:
-        return proc.poll() is not None
-    try:
-        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
-
-
-def _terminate(entry: _Live, grace_s: float) -> None:
-    """SIGTERM the group, wait up to ``grace_s`` for the leader, then SIGKILL the group."""
-    _signal_group(entry.pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    if _HAVE_PIDFD:
-        try:
-            pidfd = os.pidfd_open(entry.proc.pid)
-        except OSError:
-            pidfd = -1
-        if pidfd >= 0:
-            try:
-                poller = select.poll()
-                poller.register(pidfd, select.POLLIN)
-                poller.poll(max(0, int(grace_s * 1000)))
-            finally:
-                os.close(pidfd)
-    else:
-        while time.monotonic() < deadline and not _leader_exited(entry.proc):
-            time.sleep(0.005)
-    _signal_group(entry.pgid, signal.SIGKILL)
-
-
-def kill_all_process_groups(*, grace_s: float = GRACE_S, owner: object | None = None) -> int:
-    """Terminate every live check's process group (SIGTERM, grace, SIGKILL).
-
-    Safe to call from a signal handler or another thread: it takes no lock. The check that was
-    running returns a result with status ``"interrupted"``; reaping stays with that check.
-
-    Args:
-        grace_s: seconds between SIGTERM and SIGKILL.
-        owner: only groups started on behalf of this object (a ``Runtime``); all when None.
-
-    Returns:
-        How many process groups were signalled.
-    """
-    entries = _snapshot(owner)
-    for e in entries:
-        e.interrupted = True
-        _signal_group(e.pgid, signal.SIGTERM)
-    if entries:
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and not all(_leader_exited(e.proc) for e in entries):
-            time.sleep(0.005)
-    for e in entries:
-        _signal_group(e.pgid, signal.SIGKILL)
-    return len(entries)
-
-
-def _result(
-    name: str,
-    check: CheckConfig,
-    status: str,
-    *,
-    started: float,
-    exit_code: int | None = None,
-    tail: bytes = b"",
-    code: ErrorCode | None = None,
-    message: str = "",
-    jail: Jail | None = None,
-) -> CheckResult:
-    return CheckResult(
-        name=name,
-        kind=check.kind,
-        required=check.required,
-        argv=list(check.cmd),
-        status=status,  # type: ignore[arg-type]
-        exit_code=exit_code,
-        duration_ms=(time.perf_counter() - started) * 1000.0,
-        output_tail=tail[-OUTPUT_TAIL_BYTES:].decode("utf-8", errors="replace"),
-        error=ErrorInfo(code=code, message=message) if code else None,
-        sandbox=jail.kind if jail is not None else None,
-        sandbox_reason=jail.reason if jail is not None else None,
-    )
+    def result(
+        self,
+        status: str,
+        code: ErrorCode | None = None,
+        message: str = "",
+        *,
+        jail: Jail | None = None,
+        ran: tuple[int | None, bytes] = (None, b""),
+    ) -> CheckResult:
+        """The ``CheckResult``; ``ran`` is the exit code and the output tail."""
+        exit_code, tail = ran
+        return CheckResult(
+            name=self.name,
+            kind=self.check.kind,
+            required=self.check.required,
+            argv=list(self.check.cmd),
+            status=status,  # type: ignore[arg-type]
+            exit_code=exit_code,
+            duration_ms=(time.perf_counter() - self.started) * 1000.0,
+            output_tail=tail[-OUTPUT_TAIL_BYTES:].decode("utf-8", errors="replace"),
+            error=ErrorInfo(code=code, message=message) if code else None,
+            sandbox=jail.kind if jail is not None else None,
+            sandbox_reason=jail.reason if jail is not None else None,
+        )
 
 
 def run_check(
@@ -221,14 +101,9 @@ def run_check(
     check: CheckConfig,
     *,
     cwd: str | Path,
-    editor: EditorBridge | None = None,
-    owner: object | None = None,
-    should_stop: Callable[[], bool] | None = None,
     sandbox: SandboxConfig | None = None,
-    protected: Sequence[str] = (),
-    writable: Sequence[str] = (),
-    on_start: Callable[[int], None] | None = None,
-    tree: TreeSpec | None = None,
+    scope: CheckScope | None = None,
+    watch: CheckWatch | None = None,
 ) -> CheckResult:
     """Run one named check and return its result; never raises for the check's own outcome.
 
@@ -237,25 +112,16 @@ def run_check(
         check: the snapshotted config: ``cmd`` (exact argv), ``timeout`` (milliseconds),
             ``executable`` (resolved at load; None means it was not found).
         cwd: the workspace root.
-        editor: when attached, the check is refused while any buffer is unsaved
-            (``docs/architecture.md``, "Rose": named checks refuse unsaved buffers).
-        owner: tag for :func:`kill_all_process_groups` (the Runtime running it).
-        should_stop: polled while waiting; when it returns True the group is terminated and the
-            result is ``"interrupted"``.
         sandbox: ``[sandbox]``: the jail the check runs in (``flow_core.verify._sandbox``);
             None runs it unjailed with Flow's environment, like ``mode = "off"``.
-        protected: workspace-relative paths bound read-only inside the jail (besides
-            ``.git``): ``FlowConfig.protected``.
-        writable: absolute folders outside the workspace the check may write: the private
-            results folder of a ``results = "junit"`` check (``run/_evidence.py``), bound
-            read-write inside the jail.
-        on_start: called with the check's process group id once it runs (the run record
-            keeps it, so the group of a run killed with SIGKILL is ended by whoever settles
-            that run: ``store/_reap.py``); an exception it raises is ignored.
-        tree: run the check in a fresh tree made from this spec (the evidence run,
-            ``docs/architecture.md``, "The evidence run"): the jail's private copy, or without
-            a jail a private copy the check runs in (``verify/_tree.build_unjailed``); None
-            runs it on the workspace as it is (``CheckResult.tree`` ``"workspace"``).
+        scope: the protected paths, the writable results folder and the tree the check runs
+            on (``CheckScope``). With ``scope.tree`` the check runs in a fresh tree made from
+            it (the evidence run, ``docs/architecture.md``, "The evidence run"): the jail's
+            private copy, or without a jail a private copy the check runs in
+            (``verify/_tree.build_unjailed``); without it the check runs on the workspace as
+            it is (``CheckResult.tree`` ``"workspace"``).
+        watch: the editor whose unsaved buffers refuse the check, the owner tag for
+            ``kill_all_process_groups``, the stop poll and the start callback (``CheckWatch``).
 
     Returns:
         A ``CheckResult`` whose status is ``passed``, ``failed`` (code ``check_failed``),
@@ -268,95 +134,84 @@ def run_check(
     Raises:
         KeyboardInterrupt: re-raised after the process group was killed and reaped.
     """
-    started = time.perf_counter()
+    job = _Job(name, check, time.perf_counter())
+    scope = scope or CheckScope()
+    watch = watch or CheckWatch()
+    refused = _refusal(job, watch.editor)
+    if refused is not None:
+        return refused
+    try:
+        jail, cwd = _jail_for(check, cwd, sandbox, scope)
+    except ConfigError as err:
+        return job.result("refused", err.code, err.message)
+    except OSError as err:
+        return job.result(
+            "error",
+            "check_error",
+            f"could not make the check's private copy of the workspace: {err}",
+        )
+    try:
+        result = _limit_status(_start_and_wait(job, jail, cwd, watch), jail)
+        return result if scope.tree is None else result.model_copy(update={"tree": "fresh"})
+    finally:
+        jail.close()
+
+
+def _refusal(job: _Job, editor: EditorBridge | None) -> CheckResult | None:
+    """The result of a check that must not start (unsaved buffers, a missing or replaced
+    executable), or None."""
+    check = job.check
     if editor is not None:
         try:
             dirty = editor.freshness().dirty_buffers
         except EditorError as err:
-            return _result(
-                name,
-                check,
-                "refused",
-                started=started,
-                code="check_refused",
-                message=f"editor freshness unavailable, check refused: {err}",
+            return job.result(
+                "refused", "check_refused", f"editor freshness unavailable, check refused: {err}"
             )
         if dirty:
-            return _result(
-                name,
-                check,
-                "refused",
-                started=started,
-                code="check_refused",
-                message="unsaved editor buffers: " + ", ".join(dirty),
+            return job.result(
+                "refused", "check_refused", "unsaved editor buffers: " + ", ".join(dirty)
             )
     if check.executable is None:
-        return _result(
-            name,
-            check,
+        return job.result(
             "missing",
-            started=started,
-            code="check_missing",
-            message=f"executable {check.cmd[0]!r} was not found when the config was loaded",
+            "check_missing",
+            f"executable {check.cmd[0]!r} was not found when the config was loaded",
         )
     now_id = executable_identity(check.executable)
     if check.executable_id is not None and now_id != check.executable_id:
         # The operator approved the program that was there at load; this is another one
         # (replaced, re-linked or rewritten through a rename). Best effort: the window between
         # this stat and exec remains, as for any path-based exec.
-        return _result(
-            name,
-            check,
+        return job.result(
             "refused",
-            started=started,
-            code="check_executable_changed",
-            message=f"executable {check.executable!r} is not the file that was there when the "
+            "check_executable_changed",
+            f"executable {check.executable!r} is not the file that was there when the "
             "config was loaded; fix: review it, then start Flow again to approve it",
         )
-    try:
-        jail = prepare_jail(
-            check.executable,
-            check.cmd,
-            sandbox,
-            workspace=cwd,
-            protected=protected,
-            writable=writable,
-            tree=tree,
-        )
-        if tree is not None and jail.kind == "none":
-            try:
-                private = build_unjailed(cwd, tree)
-            except BaseException:
-                jail.close()
-                raise
-            jail._cleanups.append(private.close)
-            cwd = private.root
-    except ConfigError as err:
-        return _result(name, check, "refused", started=started, code=err.code, message=err.message)
-    except OSError as err:
-        return _result(
-            name,
-            check,
-            "error",
-            started=started,
-            code="check_error",
-            message=f"could not make the check's private copy of the workspace: {err}",
-        )
-    try:
-        result = _start_and_wait(
-            name,
-            check,
-            jail,
-            started=started,
-            cwd=cwd,
-            owner=owner,
-            should_stop=should_stop,
-            on_start=on_start,
-        )
-        result = _limit_status(result, jail)
-        return result if tree is None else result.model_copy(update={"tree": "fresh"})
-    finally:
-        jail.close()
+    return None
+
+
+def _jail_for(
+    check: CheckConfig, cwd: str | Path, sandbox: SandboxConfig | None, scope: CheckScope
+) -> tuple[Jail, str | Path]:
+    """The jail and the folder the check starts in (a private tree unjailed with a spec).
+
+    Raises:
+        ConfigError: the jail is required but unusable.
+        OSError: the private copy could not be made (nothing is left behind).
+    """
+    assert check.executable is not None
+    jail = prepare_jail(check.executable, check.cmd, sandbox, workspace=cwd, scope=scope)
+    if scope.tree is not None and jail.kind == "none":
+        try:
+            private = build_unjailed(cwd, scope.tree)
+        except BaseException:
+            jail.close()
+            raise
+        jail._cleanups.append(private.close)
+        cwd = private.root
+    return jail, cwd
 
 
 def _limit_status(result: CheckResult, jail: Jail) -> CheckResult:
@@ -372,18 +227,27 @@ def _limit_status(result: CheckResult, jail: Jail) -> CheckResult:
     )
 
 
-def _start_and_wait(
-    name: str,
-    check: CheckConfig,
-    jail: Jail,
-    *,
-    started: float,
-    cwd: str | Path,
-    owner: object | None,
-    should_stop: Callable[[], bool] | None,
-    on_start: Callable[[int], None] | None = None,
-) -> CheckResult:
+def _start_and_wait(job: _Job, jail: Jail, cwd: str | Path, watch: CheckWatch) -> CheckResult:
     """Start the (jailed) check, wait for it, end every process it left; see ``run_check``."""
+    started = _start(job, jail, cwd, watch)
+    if isinstance(started, CheckResult):
+        return started
+    entry = started
+    try:
+        entry.ns_pidfd = _pidfd(jail.started(lambda: _signal_group(entry.pgid, signal.SIGKILL)))
+        tail, timed_out = pump(entry, job.check.timeout / 1000.0, watch.should_stop)
+    except BaseException:
+        entry.interrupted = True
+        _terminate(entry, GRACE_S)
+        _close_and_reap(entry)
+        raise
+    _close_and_reap(entry)
+    return _ending(job, jail, entry, tail, timed_out=timed_out)
+
+
+def _start(job: _Job, jail: Jail, cwd: str | Path, watch: CheckWatch) -> _Live | CheckResult:
+    """``Popen`` the jail's argv in a new session and register its group; a result when the
+    program could not be started."""
     proc: subprocess.Popen[bytes] | None = None
     try:
         proc = subprocess.Popen(
@@ -399,11 +263,11 @@ def _start_and_wait(
             pass_fds=jail.pass_fds,
             preexec_fn=jail.preexec,  # noqa: PLW1509 - only setrlimit and one write
         )
-        entry = _Live(proc=proc, pgid=proc.pid, owner=owner)
+        entry = _Live(proc=proc, pgid=proc.pid, owner=watch.owner)
         _LIVE[proc.pid] = entry
-        if on_start is not None:
+        if watch.on_start is not None:
             with contextlib.suppress(Exception):
-                on_start(proc.pid)
+                watch.on_start(proc.pid)
     except BaseException as err:
         if proc is not None and proc.pid not in _LIVE:
             # Interrupted (Ctrl-C, SIGTERM) between the start and the registration: the group
@@ -416,224 +280,37 @@ def _start_and_wait(
         if not isinstance(err, OSError):
             raise
         if isinstance(err, FileNotFoundError):
-            return _result(
-                name,
-                check,
+            return job.result(
                 "missing",
-                started=started,
+                "check_missing",
+                f"executable {job.check.executable!r} is gone: {err.strerror}",
                 jail=jail,
-                code="check_missing",
-                message=f"executable {check.executable!r} is gone: {err.strerror}",
             )
-        return _result(
-            name,
-            check,
+        return job.result(
             "error",
-            started=started,
+            "check_error",
+            f"could not start {job.check.cmd[0]!r}: {err.strerror or err}",
             jail=jail,
-            code="check_error",
-            message=f"could not start {check.cmd[0]!r}: {err.strerror or err}",
         )
-    try:
-        entry.ns_pidfd = _pidfd(jail.started(lambda: _signal_group(entry.pgid, signal.SIGKILL)))
-        tail, timed_out = _pump(entry, check.timeout / 1000.0, should_stop)
-    except BaseException:
-        entry.interrupted = True
-        _terminate(entry, GRACE_S)
-        _close_and_reap(entry)
-        raise
-    _close_and_reap(entry)
+    return entry
+
+
+def _ending(job: _Job, jail: Jail, entry: _Live, tail: bytes, *, timed_out: bool) -> CheckResult:
+    """The result of a check that ran: interrupted, timed out, failed or passed."""
+    name, timeout, code = job.name, job.check.timeout, entry.proc.returncode
+    ran = (code, tail)
     if entry.interrupted:
-        return _result(
-            name,
-            check,
-            "interrupted",
-            started=started,
-            jail=jail,
-            exit_code=proc.returncode,
-            tail=tail,
-            code="check_interrupted",
-            message=f"check {name!r} was interrupted; its process group was killed",
-        )
+        message = f"check {name!r} was interrupted; its process group was killed"
+        return job.result("interrupted", "check_interrupted", message, jail=jail, ran=ran)
     if timed_out:
-        return _result(
-            name,
-            check,
-            "timeout",
-            started=started,
-            jail=jail,
-            exit_code=proc.returncode,
-            tail=tail,
-            code="check_timeout",
-            message=f"check {name!r} ran past its timeout of {check.timeout} ms"
-            + (
-                f" (check timeouts are milliseconds: did you mean {check.timeout * 1000}?)"
-                if check.timeout < 1000
-                else ""
-            ),
+        hint = (
+            f" (check timeouts are milliseconds: did you mean {timeout * 1000}?)"
+            if timeout < 1000
+            else ""
         )
-    if proc.returncode != 0:
-        return _result(
-            name,
-            check,
-            "failed",
-            started=started,
-            jail=jail,
-            exit_code=proc.returncode,
-            tail=tail,
-            code="check_failed",
-            message=f"check {name!r} exited with status {proc.returncode}",
-        )
-    return _result(name, check, "passed", started=started, exit_code=0, tail=tail, jail=jail)
-
-
-def _pump(
-    entry: _Live, timeout_s: float, should_stop: Callable[[], bool] | None
-) -> tuple[bytes, bool]:
-    """Drain output until the leader exits and the pipe closes, or the deadline passes.
-
-    Uses ``poll`` (no ``FD_SETSIZE`` limit) on the pipe and, on Linux, a pidfd for the leader.
-    Once the leader has exited, the rest of its group is killed and the pipe is drained for at
-    most ``_AFTER_EXIT_S`` (a process that escaped the group could hold it open forever).
-
-    Returns:
-        The output tail and whether the timeout fired. The group has been signalled and the
-        leader has exited (it is not reaped yet).
-    """
-    proc = entry.proc
-    assert proc.stdout is not None
-    out_fd = proc.stdout.fileno()
-    buf = bytearray()
-    deadline = time.monotonic() + timeout_s
-    pidfd = -1
-    if _HAVE_PIDFD:
-        try:
-            pidfd = os.pidfd_open(proc.pid)
-        except OSError:
-            pidfd = -1
-    poller = select.poll()
-    poller.register(out_fd, select.POLLIN)
-    if pidfd >= 0:
-        poller.register(pidfd, select.POLLIN)
-    poll_ms = 50 if (pidfd >= 0 and should_stop is None) else 10
-    pipe_open = True
-    leader_done = False
-    timed_out = False
-    try:
-        while True:
-            if entry.interrupted or (should_stop is not None and should_stop()):
-                entry.interrupted = True
-                break
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = not leader_done
-                break
-            ready = {fd for fd, _ in poller.poll(min(poll_ms, max(1, int(remaining * 1000))))}
-            if out_fd in ready:
-                try:
-                    chunk = os.read(out_fd, _READ_CHUNK)
-                except InterruptedError:
-                    chunk = b""
-                except OSError:
-                    chunk, pipe_open = b"", False
-                else:
-                    pipe_open = bool(chunk)
-                if not pipe_open:
-                    poller.unregister(out_fd)
-                buf += chunk
-                if len(buf) > 2 * OUTPUT_TAIL_BYTES:
-                    del buf[: len(buf) - OUTPUT_TAIL_BYTES]
-            if not leader_done:
-                leader_done = pidfd in ready if pidfd >= 0 else _leader_exited(proc)
-                if leader_done:
-                    if pidfd >= 0:
-                        poller.unregister(pidfd)
-                    # The check is over when its leader is: kill what it left behind, then
-                    # read what is still buffered for a short while at most.
-                    _signal_group(entry.pgid, signal.SIGKILL)
-                    deadline = min(deadline, time.monotonic() + _AFTER_EXIT_S)
-            if leader_done and not pipe_open:
-                break
-    finally:
-        if pidfd >= 0:
-            os.close(pidfd)
-    if entry.interrupted or timed_out:
-        _terminate(entry, GRACE_S)
-        if pipe_open:
-            buf += _drain(out_fd)
-    else:
-        _signal_group(entry.pgid, signal.SIGKILL)
-    return bytes(buf), timed_out
-
-
-def _drain(fd: int) -> bytes:
-    """Read what is already buffered in the pipe without blocking."""
-    out = bytearray()
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    while poller.poll(0):
-        try:
-            chunk = os.read(fd, _READ_CHUNK)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk[-OUTPUT_TAIL_BYTES:]
-    return bytes(out[-OUTPUT_TAIL_BYTES:])
-
-
-def _pidfd(pid: int | None) -> int:
-    """A pidfd for ``pid`` (bubblewrap's pid 1), or -1 where there is none."""
-    if pid is None or not _HAVE_PIDFD:
-        return -1
-    try:
-        return os.pidfd_open(pid)
-    except OSError:
-        return -1
-
-
-def _end_namespace(entry: _Live) -> None:
-    """Kill bubblewrap's pid 1 and wait (bounded) until it, and so its namespace, is gone.
-
-    The kernel ends every process of a pid namespace before its pid 1 exits, so once the
-    pidfd is readable no process the check started is left (``pid_namespaces(7)``).
-    """
-    fd, entry.ns_pidfd = entry.ns_pidfd, -1
-    if fd < 0:
-        return
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        if not poller.poll(0):
-            with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-            poller.poll(2000)
-    finally:
-        os.close(fd)
-
-
-def _close_and_reap(entry: _Live) -> None:
-    """Close the pipe, reap the leader, forget the group; wait until no member is alive."""
-    proc = entry.proc
-    if proc.stdout is not None:
-        proc.stdout.close()
-    try:
-        proc.wait()
-    finally:
-        _LIVE.pop(proc.pid, None)
-        _end_namespace(entry)
-    if entry.interrupted or sys.platform.startswith("linux"):
-        # SIGKILL is asynchronous: wait (bounded) until the kernel has really ended the group.
-        deadline = time.monotonic() + 2.0
-        while _group_members_alive_fast(entry.pgid) and time.monotonic() < deadline:
-            _signal_group(entry.pgid, signal.SIGKILL)
-            time.sleep(0.002)
-
-
-def _group_members_alive_fast(pgid: int) -> bool:
-    """Cheap first test (``killpg(pgid, 0)``), then the precise ``/proc`` scan."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return _group_members_alive(pgid)
+        message = f"check {name!r} ran past its timeout of {timeout} ms{hint}"
+        return job.result("timeout", "check_timeout", message, jail=jail, ran=ran)
+    if code != 0:
+        message = f"check {name!r} exited with status {code}"
+        return job.result("failed", "check_failed", message, jail=jail, ran=ran)
+    return job.result("passed", jail=jail, ran=(0, tail))

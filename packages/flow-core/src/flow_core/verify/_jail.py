@@ -15,19 +15,62 @@ import resource
 import select
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from flow_core._report import SandboxKind
 from flow_core.verify._cgroup import CheckCgroup
 from flow_core.verify._disk import CheckDisk
 
-__all__ = ["Jail"]
+if TYPE_CHECKING:
+    from flow_core._protocols import EditorBridge
+    from flow_core.verify._tree import TreeSpec
+
+__all__ = ["CheckScope", "CheckWatch", "Jail"]
 
 #: Seconds to wait for bubblewrap's ``--info-fd`` report after it started.
 _INFO_TIMEOUT_S = 5.0
 #: Seconds between two reads of a check's CPU time (``sandbox.cpu_seconds``).
 _CPU_POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class CheckScope:
+    """What a jailed check sees beyond the workspace's own files (``run_check``,
+    ``prepare_jail``; ``docs/architecture.md``, "Sandbox").
+
+    Attributes:
+        protected: workspace-relative paths bound read-only over the private copy (besides
+            ``.git``): ``FlowConfig.protected``.
+        writable: absolute folders outside the workspace the check may write: the private
+            results folder of a ``results = "junit"`` check (``run/_evidence.py``).
+        tree: what the private copy holds (the evidence run, ``verify/_tree.TreeSpec``); None
+            copies the workspace as it is now.
+    """
+
+    protected: Sequence[str] = ()
+    writable: Sequence[str] = ()
+    tree: TreeSpec | None = None
+
+
+@dataclass(frozen=True)
+class CheckWatch:
+    """Who a check runs for and how it is watched (``run_check``).
+
+    Attributes:
+        editor: when attached, the check is refused while any buffer is unsaved
+            (``docs/architecture.md``, "Rose": named checks refuse unsaved buffers).
+        owner: tag for ``kill_all_process_groups`` (the run that started it).
+        should_stop: polled while waiting; True ends the check as ``"interrupted"``.
+        on_start: called with the check's process group id once it runs (the run record
+            keeps it, ``store/_reap.py``); an exception it raises is ignored.
+    """
+
+    editor: EditorBridge | None = None
+    owner: object | None = None
+    should_stop: Callable[[], bool] | None = None
+    on_start: Callable[[int], None] | None = None
 
 
 @dataclass

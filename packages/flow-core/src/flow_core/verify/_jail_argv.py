@@ -21,7 +21,16 @@ from pathlib import Path
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._jail_root import SYSTEM, etc_binds, system_binds
 
-__all__ = ["JAIL_HOME", "TMP", "CheckUser", "bwrap_argv", "check_user", "jail_flags"]
+__all__ = [
+    "JAIL_HOME",
+    "TMP",
+    "CheckUser",
+    "JailFds",
+    "JailLayout",
+    "bwrap_argv",
+    "check_user",
+    "jail_flags",
+]
 
 #: Where the jail's private ``HOME`` lives (on the jail's own ``/tmp`` tmpfs).
 JAIL_HOME = "/tmp/.flow-home"  # noqa: S108 - inside the jail, on its private tmpfs
@@ -212,66 +221,96 @@ def _needed(executable: str, cfg: SandboxConfig, env_path: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class JailLayout:
+    """Where things are shown in the jail (``bwrap_argv``'s input besides the descriptors).
+
+    Attributes:
+        workspace: the workspace's real path (where the copy is bound and the check starts).
+        argv: the check's argv, ``argv[0]`` the resolved executable.
+        user: the check's user (``check_user``): privilege flags and the ``setpriv`` prefix.
+        protected: workspace-relative paths bound read-only from the workspace over the copy.
+        writable: absolute folders bound read-write (the check's private results folder).
+        tree: the private copy of the workspace (``verify/_tree.py``), or None: the workspace.
+        scratch: folders on the check's own tmpfs (``verify/_disk.py``) bound at ``/tmp`` and
+            ``/dev/shm``; None: bubblewrap tmpfs of ``disk_mib`` each.
+        caches: ``(host folder, place in the copy)`` of ``verify/_caches.py``, bound
+            read-write over the copy before the read-only binds.
+    """
+
+    workspace: str
+    argv: Sequence[str]
+    user: CheckUser = CheckUser(None, None, None)
+    protected: Sequence[str] = ()
+    writable: Sequence[str] = ()
+    tree: str | None = None
+    scratch: tuple[str, str] | None = None
+    caches: Sequence[tuple[str, str]] = ()
+
+
+@dataclass(frozen=True)
+class JailFds:
+    """Descriptors bubblewrap reads: ``--info-fd``, ``--block-fd``, ``--seccomp``
+    (``verify/_seccomp.py``; -1: none) and the generated ``/etc/passwd`` and ``/etc/group``
+    (``_jail_root.data_fds`` of ``identity_files``)."""
+
+    info: int
+    block: int
+    seccomp: int = -1
+    identity: Sequence[int] = ()
+
+
 def bwrap_argv(
     bwrap: str,
     cfg: SandboxConfig,
-    *,
-    workspace: str,
-    protected: Sequence[str],
-    argv: list[str],
+    layout: JailLayout,
+    fds: JailFds,
     environ: Mapping[str, str],
-    info_fd: int,
-    block_fd: int,
-    writable: Sequence[str] = (),
-    user: CheckUser | None = None,
-    tree: str | None = None,
-    seccomp_fd: int = -1,
-    identity_fds: Sequence[int] = (),
-    scratch: tuple[str, str] | None = None,
-    caches: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The whole bubblewrap command line (mount order matters: see the module docstring).
 
-    ``tree`` (a private copy of the workspace, ``verify/_tree.py``) is bound at the
-    workspace's path in its place; ``protected`` paths are then bound read-only from the
-    workspace itself. ``user`` decides the privilege flags and the ``setpriv`` prefix;
-    ``seccomp_fd`` (``verify/_seccomp.py``), when not -1, is passed as ``--seccomp``;
-    ``identity_fds`` (``_jail_root.data_fds`` of ``identity_files``) become ``/etc/passwd``
-    and ``/etc/group``. ``scratch`` (``verify/_disk.py``: folders on the check's own tmpfs)
-    are bound at ``/tmp`` and ``/dev/shm``; without it those are bubblewrap tmpfs of
-    ``disk_mib`` each. ``caches`` (``verify/_caches.py``: host folder, place in the copy) are
-    bound read-write over the copy, before the read-only binds.
+    The system folders, ``/etc``, ``/dev``, ``/proc``, the private ``/tmp`` and ``/dev/shm``
+    and the toolchain the check needs (read-only); then ``_workspace_part``: the private
+    ``HOME``, ``layout.tree`` at the workspace's path, the caches, the writable folders and
+    the read-only binds; then the ``setpriv`` prefix and the argv.
     """
-    who = user or CheckUser(None, None, None)
-    needed = _needed(argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
-    needed += [who.setpriv] if who.setpriv else []
-    out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(info_fd)]
-    out += ["--seccomp", str(seccomp_fd)] if seccomp_fd >= 0 else []
-    out += ["--block-fd", str(block_fd), *system_binds(), "--dev", "/dev", "--proc", "/proc"]
+    who = layout.user
+    out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(fds.info)]
+    out += ["--seccomp", str(fds.seccomp)] if fds.seccomp >= 0 else []
+    out += ["--block-fd", str(fds.block), *system_binds(), "--dev", "/dev", "--proc", "/proc"]
     made: set[str] = set()
     out += etc_binds(cfg.network, made)
-    for fd, name in zip(identity_fds, ("/etc/passwd", "/etc/group"), strict=False):
+    for fd, name in zip(fds.identity, ("/etc/passwd", "/etc/group"), strict=False):
         out += ["--perms", "0644", "--ro-bind-data", str(fd), name]
     size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
     for i, place in enumerate((TMP, SHM)):
+        scratch = layout.scratch
         mount = ["--bind", scratch[i]] if scratch else ["--perms", "1777", *size, "--tmpfs"]
         out += [*mount, place]
     out += ["--perms", "0755", "--dir", "/var", "--symlink", "../tmp", VAR_TMP]
-    made.add("/var")
+    made.update(("/var", TMP))
     shown = [s for s in SYSTEM if os.path.exists(s)] + ["/dev", "/proc"]
-    made.add(TMP)
+    needed = _needed(layout.argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
+    needed += [who.setpriv] if who.setpriv else []
     for path in sorted(dict.fromkeys(os.path.normpath(p) for p in needed), key=len):
         if path != "/" and not any(_under(path, s) for s in shown) and os.path.exists(path):
             shown.append(path)
             out += [*_open_parents(path, shown, made), "--ro-bind-try", path, path]
-    out += ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, shown, made)]
-    out += ["--bind", tree or workspace, workspace]
-    for host, place in caches:  # operator-named caches kept across checks
+    out += _workspace_part(layout, shown, made)
+    return [*out, "--chdir", layout.workspace, "--", *who.prefix(), *layout.argv]
+
+
+def _workspace_part(layout: JailLayout, shown: list[str], made: set[str]) -> list[str]:
+    """The private ``HOME``, the copy at the workspace's path, the caches and writable
+    folders bound read-write over it, then the read-only binds from the workspace."""
+    workspace = layout.workspace
+    out = ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, shown, made)]
+    out += ["--bind", layout.tree or workspace, workspace]
+    for host, place in layout.caches:  # operator-named caches kept across checks
         out += [*_open_parents(place, shown, made), "--bind", host, place]
-    for folder in writable:  # the check's private results folder (run/_evidence.py)
+    for folder in layout.writable:  # the check's private results folder (run/_evidence.py)
         out += [*_open_parents(folder, shown, made), "--bind", folder, folder]
-    out += _read_only_binds(workspace, protected)
-    return [*out, "--chdir", workspace, "--", *who.prefix(), *argv]
+    return out + _read_only_binds(workspace, layout.protected)
 
 
 _SIZE_SUPPORT: dict[str, bool] = {}

@@ -53,7 +53,6 @@ reports ``sandbox: "none"`` with the reason. ``mode = "off"`` applies nothing.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import shutil
@@ -61,7 +60,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from flow_core._errors import ConfigError
@@ -70,11 +69,13 @@ from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._caches import cache_folders
 from flow_core.verify._cgroup import CheckCgroup, cgroup_parents, make_cgroup
 from flow_core.verify._disk import make_disk
-from flow_core.verify._jail import Jail
+from flow_core.verify._jail import CheckScope, Jail
 from flow_core.verify._jail_argv import (
     JAIL_HOME,
     TMP,
     CheckUser,
+    JailFds,
+    JailLayout,
     bwrap_argv,
     check_user,
     jail_flags,
@@ -266,10 +267,8 @@ def prepare_jail(
     cfg: SandboxConfig | None,
     *,
     workspace: str | Path,
-    protected: Sequence[str] = (),
+    scope: CheckScope | None = None,
     environ: Mapping[str, str] | None = None,
-    writable: Sequence[str] = (),
-    tree: TreeSpec | None = None,
 ) -> Jail:
     """Build how one check is started. Call ``Jail.close()`` after the check, always.
 
@@ -278,17 +277,17 @@ def prepare_jail(
         argv: the check's argv (``argv[0]`` is replaced by ``executable`` inside a jail).
         cfg: ``[sandbox]``; None behaves as ``mode = "off"`` (library callers that ask for
             no jail).
-        workspace: the workspace root (bound read-write).
-        protected: workspace-relative paths bound read-only over the workspace.
-        writable: absolute folders outside the workspace bound read-write (a check's private
-            results folder, where ``{junit_xml}`` points).
+        workspace: the workspace root (its private copy is bound read-write).
+        scope: the protected paths bound read-only over the workspace, the writable folders
+            outside it (a check's private results folder, where ``{junit_xml}`` points) and
+            what the private copy holds (``CheckScope.tree``, the evidence run; None copies
+            the workspace as it is now; ignored without bubblewrap: the caller makes the
+            unjailed tree, ``verify/_tree.build_unjailed``).
         environ: Flow's environment (default ``os.environ``).
-        tree: what the jail's private copy holds (the evidence run, ``verify/_tree.TreeSpec``);
-            None copies the workspace as it is now. Ignored without bubblewrap: the caller
-            makes the unjailed tree (``verify/_tree.build_unjailed``).
 
     Raises:
         ConfigError: ``sandbox_unavailable`` when ``mode = "bwrap"`` and bubblewrap is unusable.
+        OSError: the private copy could not be made (nothing is left behind).
     """
     env_in = os.environ if environ is None else environ
     if cfg is None or cfg.mode == "off":
@@ -297,32 +296,22 @@ def prepare_jail(
     require_sandbox(cfg, env_in.get("PATH"))
     user = check_user(cfg, _search_path(env_in.get("PATH")))
     probe = probe_bwrap(env_in.get("PATH"), user)
+    scope = scope or CheckScope()
     if probe.usable and probe.bwrap is not None:
-        jail = _bwrap_jail(
-            probe.bwrap,
-            cfg,
-            user,
-            argv=[executable, *argv[1:]],
-            workspace=os.path.realpath(workspace),
-            protected=protected,
-            environ=env_in,
-            writable=[os.path.realpath(w) for w in writable],
-            spec=tree,
-        )
+        jail = Jail("bwrap", None, [], probe.bwrap, env=_clean_env(cfg, env_in, JAIL_HOME))
     else:
-        private = tempfile.mkdtemp(prefix="flow-check-")
-        home = os.path.join(private, "home")
-        os.mkdir(home, 0o700)
-        jail = Jail(
-            "none",
-            f"no jail: {probe.reason}; the check ran with a clean environment, a private "
-            "HOME and limits only",
-            list(argv),
-            executable,
-            env=_clean_env(cfg, env_in, home),
-        )
-        jail._cleanups.append(lambda: shutil.rmtree(private, ignore_errors=True))
+        jail = _unjailed(cfg, env_in, list(argv), executable, probe.reason)
     try:
+        if jail.kind == "bwrap":
+            layout = JailLayout(
+                workspace=os.path.realpath(workspace),
+                argv=[executable, *argv[1:]],
+                user=user,
+                protected=scope.protected,
+                writable=[os.path.realpath(w) for w in scope.writable],
+            )
+            layout, fds = _furnish(jail, cfg, layout, env_in, scope.tree)
+            jail.argv = bwrap_argv(jail.executable, cfg, layout, fds, env_in)
         unenforced = _setup_limits(jail, cfg)
     except BaseException:
         jail.close()
@@ -332,103 +321,96 @@ def prepare_jail(
     return jail
 
 
-def _bwrap_jail(
-    bwrap: str,
+def _unjailed(
     cfg: SandboxConfig,
-    user: CheckUser,
-    *,
-    argv: list[str],
-    workspace: str,
-    protected: Sequence[str],
     environ: Mapping[str, str],
-    writable: list[str],
-    spec: TreeSpec | None = None,
+    argv: list[str],
+    executable: str,
+    why: str | None,
 ) -> Jail:
-    """A bubblewrap jail on a private copy of ``workspace`` owned by the check's user: the
-    workspace as it is now, or what ``spec`` says (the evidence run).
+    """``auto`` without a usable bubblewrap: a clean environment and a private ``HOME``."""
+    private = tempfile.mkdtemp(prefix="flow-check-")
+    home = os.path.join(private, "home")
+    os.mkdir(home, 0o700)
+    jail = Jail(
+        "none",
+        f"no jail: {why}; the check ran with a clean environment, a private HOME and limits only",
+        argv,
+        executable,
+        env=_clean_env(cfg, environ, home),
+    )
+    jail._cleanups.append(lambda: shutil.rmtree(private, ignore_errors=True))
+    return jail
+
+
+def _furnish(
+    jail: Jail,
+    cfg: SandboxConfig,
+    layout: JailLayout,
+    environ: Mapping[str, str],
+    spec: TreeSpec | None,
+) -> tuple[JailLayout, JailFds]:
+    """Furnish a bubblewrap jail: a private copy of ``layout.workspace`` owned by the check's
+    user (the workspace as it is now, or what ``spec`` says: the evidence run), on the check's
+    own tmpfs where Flow can mount one, the seccomp filter, the identity files, the caches
+    and the pipes. Each is registered on ``jail`` for ``close`` as soon as it exists;
+    ``jail.reason`` says what is missing.
+
+    Returns:
+        The layout with the copy, the scratch folders and the caches, and the descriptors.
 
     Raises:
-        OSError: the private copy could not be made (nothing is left behind).
+        OSError: the private copy could not be made (the caller's ``close`` removes the rest).
     """
+    workspace, user = layout.workspace, layout.user
     plan = plan_workspace(workspace) if spec is None else spec.plan
-    overlay = None if spec is None else spec.usable_overlay()
     disk, no_disk = make_disk(workspace)
-    try:
-        tree = build_tree(
-            workspace,
-            plan.files,
-            owner=user.owner,
-            overlay=overlay,
-            mount_points=plan.read_only,
-            parent=disk.tree if disk is not None else None,
-        )
-    except BaseException:
-        if disk is not None:
-            disk.close()
-        raise
-    opened: list[int] = []
-    try:
-        if disk is not None:
-            disk.bound(cfg.disk_mib)
-        owner = user.owner
-        for folder in writable:
-            if owner is not None:
-                os.chown(folder, owner[0], owner[1])  # the results folder: the check writes
-        program, no_filter = seccomp_program(cfg.network)
-        filter_fd = seccomp_fd(program) if program is not None else -1
-        opened += [filter_fd] if filter_fd >= 0 else []
-        caches, no_cache = cache_folders(workspace, cfg.caches, owner, environ)
-        uid, gid = owner or (os.getuid(), os.getgid())
-        identity = data_fds(identity_files(uid, gid, JAIL_HOME))
-        opened += identity
-        read_fd, write_fd = os.pipe()
-        opened += [read_fd, write_fd]
-        block_r, block_w = os.pipe()
-    except BaseException:
-        for fd in opened:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        tree.close()
-        if disk is not None:
-            disk.close()
-        raise
-    cmd = bwrap_argv(
-        bwrap,
-        cfg,
-        workspace=workspace,
-        protected=[*plan.read_only, *protected],
-        argv=argv,
-        environ=environ,
-        info_fd=write_fd,
-        block_fd=block_r,
-        writable=writable,
-        user=user,
-        tree=tree.root,
-        seccomp_fd=filter_fd,
-        identity_fds=identity,
-        scratch=(disk.tmp, disk.shm) if disk is not None else None,
-        caches=caches,
+    if disk is not None:
+        jail.disk = disk
+        jail._cleanups.append(disk.close)
+    tree = build_tree(
+        workspace,
+        plan.files,
+        owner=user.owner,
+        overlay=None if spec is None else spec.usable_overlay(),
+        mount_points=plan.read_only,
+        parent=disk.tree if disk is not None else None,
     )
+    jail._cleanups.append(tree.close)
+    if disk is not None:
+        disk.bound(cfg.disk_mib)
+    if user.owner is not None:
+        for folder in layout.writable:  # the results folder: the check writes there
+            os.chown(folder, *user.owner)
+    program, no_filter = seccomp_program(cfg.network)
+    filter_fd = _keep(jail, seccomp_fd(program)) if program is not None else -1
+    caches, no_cache = cache_folders(workspace, cfg.caches, user.owner, environ)
+    uid, gid = user.owner or (os.getuid(), os.getgid())
+    identity = [_keep(jail, fd) for fd in data_fds(identity_files(uid, gid, JAIL_HOME))]
+    jail.info_fd, write_fd = os.pipe()
+    _keep(jail, write_fd)
+    block_r, jail.block_fd = os.pipe()
+    _keep(jail, block_r)
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
     notes += [f"{_UNBOUND['disk_mib']}: {no_disk}"] if no_disk else []
     notes += [f"kept across checks (sandbox.caches): {', '.join(cfg.caches)}"] if caches else []
     notes += [f"sandbox.caches not kept: {no_cache}"] if no_cache else []
-    jail = Jail(
-        "bwrap",
-        "; ".join(notes) or None,
-        cmd,
-        bwrap,
-        env=_clean_env(cfg, environ, JAIL_HOME),
-        pass_fds=(write_fd, block_r, *identity, *([filter_fd] if filter_fd >= 0 else [])),
-        info_fd=read_fd,
-        block_fd=block_w,
-        disk=disk,
+    jail.reason = "; ".join(notes) or None
+    layout = replace(
+        layout,
+        protected=[*plan.read_only, *layout.protected],
+        tree=tree.root,
+        scratch=(disk.tmp, disk.shm) if disk is not None else None,
+        caches=caches,
     )
-    if disk is not None:
-        jail._cleanups.append(disk.close)
-    jail._cleanups.append(tree.close)
-    return jail
+    return layout, JailFds(write_fd, block_r, filter_fd, identity)
+
+
+def _keep(jail: Jail, fd: int) -> int:
+    """Hand ``fd`` to the child: ``Jail.started`` closes Flow's copy, or ``Jail.close``."""
+    jail.pass_fds = (*jail.pass_fds, fd)
+    return fd
 
 
 def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
