@@ -73,9 +73,9 @@ class _Job:
     def result(
         self,
         status: str,
+        *,
         code: ErrorCode | None = None,
         message: str = "",
-        *,
         jail: Jail | None = None,
         ran: tuple[int | None, bytes] = (None, b""),
     ) -> CheckResult:
@@ -143,12 +143,12 @@ def run_check(
     try:
         jail, cwd = _jail_for(check, cwd, sandbox, scope)
     except ConfigError as err:
-        return job.result("refused", err.code, err.message)
+        return job.result("refused", code=err.code, message=err.message)
     except OSError as err:
         return job.result(
             "error",
-            "check_error",
-            f"could not make the check's private copy of the workspace: {err}",
+            code="check_error",
+            message=f"could not make the check's private copy of the workspace: {err}",
         )
     try:
         result = _limit_status(_start_and_wait(job, jail, cwd, watch), jail)
@@ -166,17 +166,21 @@ def _refusal(job: _Job, editor: EditorBridge | None) -> CheckResult | None:
             dirty = editor.freshness().dirty_buffers
         except EditorError as err:
             return job.result(
-                "refused", "check_refused", f"editor freshness unavailable, check refused: {err}"
+                "refused",
+                code="check_refused",
+                message=f"editor freshness unavailable, check refused: {err}",
             )
         if dirty:
             return job.result(
-                "refused", "check_refused", "unsaved editor buffers: " + ", ".join(dirty)
+                "refused",
+                code="check_refused",
+                message="unsaved editor buffers: " + ", ".join(dirty),
             )
     if check.executable is None:
         return job.result(
             "missing",
-            "check_missing",
-            f"executable {check.cmd[0]!r} was not found when the config was loaded",
+            code="check_missing",
+            message=f"executable {check.cmd[0]!r} was not found when the config was loaded",
         )
     now_id = executable_identity(check.executable)
     if check.executable_id is not None and now_id != check.executable_id:
@@ -185,8 +189,8 @@ def _refusal(job: _Job, editor: EditorBridge | None) -> CheckResult | None:
         # this stat and exec remains, as for any path-based exec.
         return job.result(
             "refused",
-            "check_executable_changed",
-            f"executable {check.executable!r} is not the file that was there when the "
+            code="check_executable_changed",
+            message=f"executable {check.executable!r} is not the file that was there when the "
             "config was loaded; fix: review it, then start Flow again to approve it",
         )
     return None
@@ -282,14 +286,14 @@ def _start(job: _Job, jail: Jail, cwd: str | Path, watch: CheckWatch) -> _Live |
         if isinstance(err, FileNotFoundError):
             return job.result(
                 "missing",
-                "check_missing",
-                f"executable {job.check.executable!r} is gone: {err.strerror}",
+                code="check_missing",
+                message=f"executable {job.check.executable!r} is gone: {err.strerror}",
                 jail=jail,
             )
         return job.result(
             "error",
-            "check_error",
-            f"could not start {job.check.cmd[0]!r}: {err.strerror or err}",
+            code="check_error",
+            message=f"could not start {job.check.cmd[0]!r}: {err.strerror or err}",
             jail=jail,
         )
     return entry
@@ -301,7 +305,9 @@ def _ending(job: _Job, jail: Jail, entry: _Live, tail: bytes, *, timed_out: bool
     ran = (code, tail)
     if entry.interrupted:
         message = f"check {name!r} was interrupted; its process group was killed"
-        return job.result("interrupted", "check_interrupted", message, jail=jail, ran=ran)
+        return job.result(
+            "interrupted", code="check_interrupted", message=message, jail=jail, ran=ran
+        )
     if timed_out:
         hint = (
             f" (check timeouts are milliseconds: did you mean {timeout * 1000}?)"
@@ -309,8 +315,8 @@ def _ending(job: _Job, jail: Jail, entry: _Live, tail: bytes, *, timed_out: bool
             else ""
         )
         message = f"check {name!r} ran past its timeout of {timeout} ms{hint}"
-        return job.result("timeout", "check_timeout", message, jail=jail, ran=ran)
+        return job.result("timeout", code="check_timeout", message=message, jail=jail, ran=ran)
     if code != 0:
         message = f"check {name!r} exited with status {code}"
-        return job.result("failed", "check_failed", message, jail=jail, ran=ran)
+        return job.result("failed", code="check_failed", message=message, jail=jail, ran=ran)
     return job.result("passed", jail=jail, ran=(0, tail))
