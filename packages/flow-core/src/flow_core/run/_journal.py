@@ -159,7 +159,7 @@ class Journal:
     def plan(self, text: str) -> None:
         """Write ``plan.md`` as soon as the planner finished (best effort)."""
         if self.record is not None:
-            from flow_core.store._record import text_bytes
+            from flow_core.store._bytes import text_bytes
 
             with contextlib.suppress(Exception):
                 self.record.write_file("plan.md", text_bytes(text))
@@ -188,7 +188,7 @@ class Journal:
         record = self.record
         if record is None:
             return
-        from flow_core.store._record import json_bytes, text_bytes
+        from flow_core.store._bytes import json_bytes, text_bytes
 
         with contextlib.suppress(Exception):
             if report.plan is not None:

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flow_core.store._record import StoreError, now_iso
+from flow_core.store._bytes import now_iso
+from flow_core.store._record import StoreError
 
 __all__ = ["WorkspaceLock"]
 

@@ -30,7 +30,8 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flow_core.store._record import FileEntry, RunRecord, now_iso, sha256
+from flow_core.store._bytes import now_iso, sha256
+from flow_core.store._record import FileEntry, RunRecord
 from flow_safeio import SafeIOError, Workspace
 
 if TYPE_CHECKING:

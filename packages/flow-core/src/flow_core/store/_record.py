@@ -30,8 +30,6 @@ every cut leaves a marker that says how much was dropped.
 from __future__ import annotations
 
 import contextlib
-import datetime
-import hashlib
 import json
 import os
 import threading
@@ -41,6 +39,19 @@ from pathlib import Path
 from typing import Any
 
 from flow_core._errors import FlowError
+from flow_core.store._bytes import (
+    MAX_STRING_CHARS,
+    cut_strings,
+    json_bytes,
+    mode_of,
+    now_iso,
+    open_new,
+    read_small,
+    sha256,
+    text_bytes,
+    write_all,
+    write_atomic,
+)
 
 __all__ = [
     "MAX_STRING_CHARS",
@@ -52,12 +63,6 @@ __all__ = [
     "text_bytes",
 ]
 
-#: Longest string kept in one transcript line, in characters; longer ones are cut with a marker.
-MAX_STRING_CHARS = 64 * 1024
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
 
 class StoreError(FlowError):
     """The run store cannot be used, or a run record refuses an operation.
@@ -68,115 +73,6 @@ class StoreError(FlowError):
     """
 
     default_code = "run_store_unusable"
-
-
-def sha256(data: bytes | None) -> str | None:
-    """Hex SHA-256 of ``data``; ``None`` for a file that does not exist."""
-    return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-def now_iso() -> str:
-    """The current UTC time, ISO 8601 with milliseconds and a ``Z``."""
-    stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
-    return stamp.replace("+00:00", "Z")
-
-
-def _open_new(path: Path, *, append: bool = False) -> int:
-    flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC
-    flags |= os.O_APPEND if append else os.O_EXCL
-    return os.open(path, flags, 0o600)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def read_small(path: Path, limit: int) -> bytes:
-    """Read at most ``limit`` bytes of a regular file, never through a symbolic link."""
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
-    try:
-        return os.read(fd, limit) if limit else b""
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` (0600) with ``data``: a reader sees the old or the new file, whole."""
-    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
-    fd = _open_new(tmp)
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def json_bytes(value: Any, *, indent: int | None = None) -> bytes:
-    """``value`` as JSON in UTF-8 bytes, for any text a model or a user can produce.
-
-    Text that is not valid Unicode (a lone UTF-16 surrogate: an undecodable byte of argv or
-    stdin, decoded by Python's ``surrogateescape``, or a model's ``\\ud83d`` escape) cannot
-    be UTF-8 encoded; such a value is written with every non-ASCII character as a JSON
-    ``\\uXXXX`` escape, which ``json.loads`` reads back to the same string (lossless). NUL
-    and other control characters are escaped by JSON itself. Anything else JSON cannot carry
-    is written as its ``str``.
-    """
-    text = json.dumps(value, ensure_ascii=False, default=str, indent=indent)
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, ensure_ascii=True, default=str, indent=indent).encode()
-
-
-def text_bytes(text: str) -> bytes:
-    """``text`` as UTF-8 for a text file of the record (``plan.md``, ``diff.patch``).
-
-    An undecodable byte that Python kept as a lone surrogate (``surrogateescape``) is written
-    back as that byte, so the file holds what the user gave; any other lone surrogate becomes
-    U+FFFD, the marked replacement.
-    """
-    try:
-        return text.encode()
-    except UnicodeEncodeError:
-        pass
-    out = bytearray()
-    for char in text:
-        code = ord(char)
-        if 0xDC80 <= code <= 0xDCFF:
-            out.append(code - 0xDC00)
-        elif 0xD800 <= code <= 0xDFFF:
-            out += "\ufffd".encode()
-        else:
-            out += char.encode()
-    return bytes(out)
-
-
-def _cut(value: Any) -> Any:
-    """``value`` with every string over ``MAX_STRING_CHARS`` cut and marked."""
-    if isinstance(value, str):
-        if len(value) <= MAX_STRING_CHARS:
-            return value
-        dropped = len(value) - MAX_STRING_CHARS
-        return value[:MAX_STRING_CHARS] + f"\n[run store: {dropped} more characters cut]"
-    if isinstance(value, Mapping):
-        return {str(k): _cut(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_cut(v) for v in value]
-    return value
-
-
-def _mode(value: Any) -> int | None:
-    """Permission bits read back from a record line (anything else: unknown)."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 0o7777:
-        return value
-    return None
 
 
 @dataclass(frozen=True)
@@ -266,7 +162,7 @@ class RunRecord:
         )
 
     def _append(self, name: str, obj: Mapping[str, Any], *, required: bool = False) -> None:
-        line = json_bytes(_cut(obj)) + b"\n"
+        line = json_bytes(cut_strings(obj)) + b"\n"
         with self._lock:
             if self._closed:
                 return
@@ -281,8 +177,8 @@ class RunRecord:
                 return
             fd = self._fds.get(name)
             if fd is None:
-                fd = self._fds[name] = _open_new(self.dir / name, append=True)
-            _write_all(fd, line)
+                fd = self._fds[name] = open_new(self.dir / name, append=True)
+            write_all(fd, line)
             self._sizes[name] = self._sizes.get(name, 0) + len(line)
             self._bytes += len(line)
 
@@ -299,8 +195,8 @@ class RunRecord:
             fd = self._fds.get(name)
             with contextlib.suppress(OSError):
                 if fd is None:
-                    fd = self._fds[name] = _open_new(self.dir / name, append=True)
-                _write_all(fd, (json.dumps(marker) + "\n").encode())
+                    fd = self._fds[name] = open_new(self.dir / name, append=True)
+                write_all(fd, (json.dumps(marker) + "\n").encode())
 
     def write_file(self, name: str, data: bytes) -> bool:
         """Write one whole file of the record (0600), cut at the caps with a marker.
@@ -402,9 +298,9 @@ class RunRecord:
                 self._pre_count += 1
                 name = f"pre/{self._pre_count:04d}"
                 (self.dir / "pre").mkdir(mode=0o700, exist_ok=True)
-                fd = _open_new(self.dir / name)
+                fd = open_new(self.dir / name)
                 try:
-                    _write_all(fd, data)
+                    write_all(fd, data)
                 finally:
                     os.close(fd)
                 self._bytes += len(data)
@@ -518,9 +414,9 @@ class RunRecord:
             elif line.get("type") == "post":
                 digest = line.get("post_sha256")
                 posts[path] = digest if isinstance(digest, str) else None
-                modes[path] = _mode(line.get("post_mode"))
+                modes[path] = mode_of(line.get("post_mode"))
             elif line.get("type") == "pre_mode":
-                pre_modes[path] = _mode(line.get("pre_mode"))
+                pre_modes[path] = mode_of(line.get("pre_mode"))
             elif line.get("type") == "post_image" and isinstance(line.get("post"), str):
                 stored[path] = line["post"]
         return [
@@ -532,7 +428,7 @@ class RunRecord:
                 post_sha256=posts.get(path),
                 post_known=path in posts,
                 post=stored.get(path),
-                pre_mode=pre_modes.get(path, _mode(pre.get("pre_mode"))),
+                pre_mode=pre_modes.get(path, mode_of(pre.get("pre_mode"))),
                 post_mode=modes.get(path),
             )
             for path, pre in sorted(pres.items())
@@ -574,9 +470,9 @@ class RunRecord:
                     code="run_store_full",
                 )
             (self.dir / "post").mkdir(mode=0o700, exist_ok=True)
-            fd = _open_new(self.dir / name)
+            fd = open_new(self.dir / name)
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
             finally:
                 os.close(fd)
             self._bytes += len(data)

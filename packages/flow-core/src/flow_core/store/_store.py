@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core.__about__ import __version__
 from flow_core.config._runs import RunsConfig
-from flow_core.store._record import RunRecord, StoreError, now_iso, read_small
+from flow_core.store._bytes import now_iso, read_small
+from flow_core.store._record import RunRecord, StoreError
 
 if TYPE_CHECKING:
     from flow_core.store._lock import WorkspaceLock

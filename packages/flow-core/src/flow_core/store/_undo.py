@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from flow_core._codes import ErrorCode
-from flow_core.store._record import FileEntry, RunRecord, StoreError, now_iso, sha256
+from flow_core.store._bytes import now_iso, sha256
+from flow_core.store._record import FileEntry, RunRecord, StoreError
 from flow_core.store._store import RunInfo, RunStore
 from flow_safeio import NotFoundError, SafeIOError, Workspace
 
