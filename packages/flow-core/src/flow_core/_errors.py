@@ -13,7 +13,7 @@
 
     Exception
     └── ToolError                  one model tool call failed; its code goes in the tool record
-                                   and its message back to the model (tools/_toolbox.py)
+                                   and its message back to the model (tools/_calls.py)
     ValueError
     └── SearchError                search_text's query cannot run (tools/_search.py)
 

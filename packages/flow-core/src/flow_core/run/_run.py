@@ -369,7 +369,7 @@ class Run:
                 keep it: the write is refused, because it could not be undone.
         """
         from flow_core.store import StoreError
-        from flow_core.tools._toolbox import ToolError
+        from flow_core.tools._calls import ToolError
 
         self.changes.keep_pre_image(path)
         try:

@@ -30,13 +30,25 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from flow_core._codes import ErrorCode
 from flow_core._errors import EditorError
 from flow_core._protocols import EditorBridge, Role
 from flow_core._report import CheckResult, ToolCallRecord
+from flow_core.tools._calls import (
+    MAX_LIST_ENTRIES,
+    MAX_TOOL_OUTPUT_CHARS,
+    ToolError,
+    ToolLedger,
+    ToolOutcome,
+    bool_arg,
+    cap_output,
+    check_unicode,
+    int_arg,
+    opt_int_arg,
+    str_arg,
+)
 from flow_core.tools._edit import ambiguous_message, match_lines, no_match_message
 from flow_core.tools._modules import (
     git_exclude,
@@ -53,7 +65,7 @@ from flow_core.tools._policy import (
     what_runs_refusal,
 )
 from flow_core.tools._read import ReadError, read_window
-from flow_core.tools._record import capped_arguments, capped_message, invalid_unicode_at
+from flow_core.tools._record import capped_arguments, capped_message
 from flow_core.tools._schemas import TOOL_SCHEMAS, editor_function_schema, function_schema
 from flow_core.tools._search import (
     MAX_SEARCH_BYTES,
@@ -76,118 +88,10 @@ __all__ = [
     "MAX_SEARCH_MATCHES",
     "MAX_TOOL_OUTPUT_CHARS",
     "ToolBox",
+    "ToolError",
     "ToolLedger",
     "ToolOutcome",
 ]
-
-
-#: Characters of one tool result sent back to the model.
-MAX_TOOL_OUTPUT_CHARS = 24_000
-#: Most entries ``list_files`` returns.
-MAX_LIST_ENTRIES = 500
-
-
-class ToolError(Exception):
-    """A tool call failed; ``code`` is recorded, ``message`` goes back to the model."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code: ErrorCode = code
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """The result of one tool call.
-
-    Attributes:
-        id: the call id Flow gave it (``tc-0001``).
-        ok: whether the tool did what was asked.
-        content: what the model sees (capped to ``MAX_TOOL_OUTPUT_CHARS``).
-        error: stable error code when not ok.
-        check: the check result, for ``run_check``.
-    """
-
-    id: str
-    ok: bool
-    content: str
-    error: str | None = None
-    check: CheckResult | None = None
-
-
-@dataclass
-class ToolLedger:
-    """Ids, records and the run-wide tool-call budget (``[agent] max_tool_calls``)."""
-
-    limit: int
-    records: list[ToolCallRecord] = field(default_factory=list)
-    refused: int = 0
-
-    @property
-    def used(self) -> int:
-        """Tool calls executed (refused calls are recorded but not counted)."""
-        return len(self.records) - self.refused
-
-    @property
-    def exhausted(self) -> bool:
-        """True once a call was refused because the budget was spent."""
-        return self.refused > 0
-
-    def next_id(self) -> str:
-        """The id for the next call: ``tc-0001``, ``tc-0002``, ... (refused calls included)."""
-        return f"tc-{len(self.records) + 1:04d}"
-
-
-def _cap(text: str, limit: int = MAX_TOOL_OUTPUT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[output truncated: {len(text) - limit} more characters]"
-
-
-def _str_arg(args: Mapping[str, Any], key: str, *, default: str | None = None) -> str:
-    value = args.get(key, default)
-    if not isinstance(value, str):
-        raise ToolError("tool_invalid_arguments", f"argument {key!r} must be a string")
-    return value
-
-
-def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
-    value = args.get(key, default)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ToolError("tool_invalid_arguments", f"argument {key!r} must be an integer")
-    return value
-
-
-def _opt_int_arg(args: Mapping[str, Any], key: str) -> int | None:
-    return None if args.get(key) is None else _int_arg(args, key, 0)
-
-
-def _bool_arg(args: Mapping[str, Any], key: str) -> bool:
-    value = args.get(key, False)
-    if not isinstance(value, bool):
-        raise ToolError("tool_invalid_arguments", f"argument {key!r} must be true or false")
-    return value
-
-
-def _check_unicode(value: Any, where: str, depth: int = 0) -> None:
-    """Refuse arguments holding a lone surrogate: such text cannot be written or encoded."""
-    if isinstance(value, str):
-        at = invalid_unicode_at(value)
-        if at is not None:
-            raise ToolError(
-                "tool_invalid_arguments",
-                f"argument {where} holds invalid Unicode (a lone surrogate at character {at}); "
-                "send valid UTF-8 text",
-            )
-    elif depth < 8 and isinstance(value, Mapping):
-        for key, item in value.items():
-            _check_unicode(key, where, depth + 1)
-            _check_unicode(item, f"{where}[{key!r}]" if depth else repr(key), depth + 1)
-    elif depth < 8 and isinstance(value, list | tuple):
-        for item in value:
-            _check_unicode(item, where, depth + 1)
 
 
 class ToolBox:
@@ -318,7 +222,7 @@ class ToolBox:
                 raise ToolError("tool_unknown", f"no tool named {name!r} for the {self.role}")
             if not isinstance(arguments, Mapping):
                 raise ToolError("tool_invalid_arguments", "arguments must be a JSON object")
-            _check_unicode(arguments, "arguments")
+            check_unicode(arguments, "arguments")
             result = handler(arguments)
         except (ToolError, SearchError) as err:
             code, message = err.code, err.message
@@ -334,12 +238,12 @@ class ToolBox:
         else:
             if isinstance(result, ToolOutcome):
                 outcome = ToolOutcome(
-                    call_id, result.ok, _cap(result.content), result.error, result.check
+                    call_id, result.ok, cap_output(result.content), result.error, result.check
                 )
             else:
-                outcome = ToolOutcome(call_id, True, _cap(result))
+                outcome = ToolOutcome(call_id, True, cap_output(result))
         if message is not None:
-            outcome = ToolOutcome(call_id, False, _cap(f"error ({code}): {message}"), code)
+            outcome = ToolOutcome(call_id, False, cap_output(f"error ({code}): {message}"), code)
         elif not outcome.ok:
             message = outcome.content.split("\n", 1)[0] if outcome.content else None
         self.ledger.records.append(
@@ -362,7 +266,7 @@ class ToolBox:
         self, args: Mapping[str, Any], key: str = "path", *, default: str | None = None
     ) -> str:
         """The validated, normalised path argument (``"."`` is the root)."""
-        rel = _str_arg(args, key, default=default)
+        rel = str_arg(args, key, default=default)
         return validate_path(rel or ".")
 
     def _file_path(self, args: Mapping[str, Any]) -> str:
@@ -470,9 +374,9 @@ class ToolBox:
 
     def _read_file(self, args: Mapping[str, Any]) -> str:
         rel = self._file_path(args)
-        start = _int_arg(args, "start_line", 1)
-        end = _opt_int_arg(args, "end_line")
-        col = _int_arg(args, "start_col", 1)
+        start = int_arg(args, "start_line", 1)
+        end = opt_int_arg(args, "end_line")
+        col = int_arg(args, "start_col", 1)
         text = self._read_text(rel)
         try:
             return read_window(rel, text, start_line=start, end_line=end, start_col=col)
@@ -480,18 +384,18 @@ class ToolBox:
             raise ToolError("tool_invalid_arguments", str(err)) from err
 
     def _search_text(self, args: Mapping[str, Any]) -> str:
-        query = _str_arg(args, "query")
+        query = str_arg(args, "query")
         prefix = self._path(args, default="")
-        limit = min(_int_arg(args, "max_matches", MAX_SEARCH_MATCHES), MAX_SEARCH_MATCHES)
-        context = _int_arg(args, "context", 0)
+        limit = min(int_arg(args, "max_matches", MAX_SEARCH_MATCHES), MAX_SEARCH_MATCHES)
+        context = int_arg(args, "context", 0)
         if limit < 1 or context < 0:
             raise ToolError("tool_invalid_arguments", "max_matches >= 1 and context >= 0")
         return search(
             self._files_under(prefix),
             self.workspace.read_bytes,
             query,
-            regex=_bool_arg(args, "regex"),
-            ignore_case=_bool_arg(args, "ignore_case"),
+            regex=bool_arg(args, "regex"),
+            ignore_case=bool_arg(args, "ignore_case"),
             context=context,
             limit=limit,
         )
@@ -514,14 +418,14 @@ class ToolBox:
 
     def _write_file(self, args: Mapping[str, Any]) -> str:
         rel = self._file_path(args)
-        content = _str_arg(args, "content")
+        content = str_arg(args, "content")
         self._write_text(rel, content)
         return f"wrote {rel} ({len(content.encode('utf-8'))} bytes)"
 
     def _edit_file(self, args: Mapping[str, Any]) -> str:
         rel = self._file_path(args)
-        old = _str_arg(args, "old_text")
-        new = _str_arg(args, "new_text")
+        old = str_arg(args, "old_text")
+        new = str_arg(args, "new_text")
         if not old:
             raise ToolError("tool_invalid_arguments", "old_text must not be empty")
         text = self._read_text(rel)
@@ -534,7 +438,7 @@ class ToolBox:
         return f"edited {rel} (1 replacement at line {found[0]})"
 
     def _run_named_check(self, args: Mapping[str, Any]) -> ToolOutcome:
-        name = _str_arg(args, "name")
+        name = str_arg(args, "name")
         if name not in self._check_names or self._run_check is None:
             raise ToolError(
                 "check_unknown",
