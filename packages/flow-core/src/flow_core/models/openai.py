@@ -46,12 +46,11 @@ Errors are ``BackendError`` with the codes of ``BACKEND_ERROR_CODES``: ``backend
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
-from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core._protocols import ChatMessage, ChatResponse
 from flow_core.models._base import HTTPBackend
 from flow_core.models._delivery import PROBE_TOOL, choose, deliver, probe_messages
 from flow_core.models._http import (
@@ -61,6 +60,13 @@ from flow_core.models._http import (
     monotonic_ms,
     read_capped,
     stream_request,
+)
+from flow_core.models._openai_wire import (
+    error_fields,
+    reasoning_of,
+    token_count,
+    tool_calls_of,
+    wire_message,
 )
 
 if TYPE_CHECKING:
@@ -309,7 +315,7 @@ class OpenAIBackend(HTTPBackend):
         format: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The JSON body ``chat`` sends (public so that tests and tools can inspect it)."""
-        body: dict[str, Any] = {"messages": [_wire_message(m) for m in messages]}
+        body: dict[str, Any] = {"messages": [wire_message(m) for m in messages]}
         if model:
             body["model"] = model
         body["stream"] = False
@@ -337,7 +343,7 @@ class OpenAIBackend(HTTPBackend):
 
     def _recode(self, err: HTTPStatusError, model: str) -> BackendError:
         """Turn an HTTP error that means "no such model" into ``model_not_found``."""
-        detail = _error_fields(err.body)
+        detail = error_fields(err.body)
         code = detail.get("code")
         message = str(detail.get("message", "")).lower()
         if code == "model_not_found" or (
@@ -369,7 +375,7 @@ class OpenAIBackend(HTTPBackend):
         """Raise ``prompt_too_long`` for a server's "the prompt exceeds the window" answer."""
         if err.status not in (400, 413):
             return
-        detail = _error_fields(err.body)
+        detail = error_fields(err.body)
         message = str(detail.get("message", "")).lower()
         if detail.get("code") != "context_length_exceeded" and not any(
             words in message
@@ -421,7 +427,7 @@ class OpenAIBackend(HTTPBackend):
             content = ""
         if not isinstance(content, str):
             raise self._malformed(what, "a message whose 'content' is not a string", raw)
-        calls = _tool_calls(message)
+        calls = tool_calls_of(message)
         if calls is None:
             raise self._malformed(what, "a 'tool_calls' entry of the wrong shape", raw)
         finish = choice.get("finish_reason")
@@ -434,113 +440,7 @@ class OpenAIBackend(HTTPBackend):
             finish_reason=_FINISH_REASONS.get(finish) if isinstance(finish, str) else None,
             model=reported if isinstance(reported, str) and reported else model,
             duration_ms=elapsed_ms,
-            prompt_tokens=_count(usage.get("prompt_tokens")),
-            completion_tokens=_count(usage.get("completion_tokens")),
-            reasoning=_reasoning(message),
+            prompt_tokens=token_count(usage.get("prompt_tokens")),
+            completion_tokens=token_count(usage.get("completion_tokens")),
+            reasoning=reasoning_of(message),
         )
-
-
-def _wire_message(message: ChatMessage) -> dict[str, Any]:
-    """One ``ChatMessage`` in the OpenAI chat format."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.role == "assistant" and message.tool_calls:
-        # llama.cpp's server answers HTTP 500 when this content is null or absent.
-        out["content"] = message.content or ""
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": call.arguments
-                    if isinstance(call.arguments, str)
-                    else json.dumps(call.arguments, ensure_ascii=False),
-                },
-            }
-            for call in message.tool_calls
-        ]
-    if message.role == "tool":
-        out["tool_call_id"] = message.tool_call_id or ""
-    return out
-
-
-def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...] | None:
-    """The message's tool calls; ``None`` when they are not of the documented shape.
-
-    The legacy single ``function_call`` field is read only when ``tool_calls`` is absent
-    (llama.cpp sends both for one call).
-    """
-    raw_calls = message.get("tool_calls")
-    if raw_calls is None:
-        legacy = message.get("function_call")
-        if legacy is None:
-            return ()
-        raw_calls = [{"function": legacy}]
-    if not isinstance(raw_calls, list):
-        return None
-    calls: list[ToolCall] = []
-    for entry in raw_calls:
-        if not isinstance(entry, Mapping):
-            return None
-        function = entry.get("function")
-        if not isinstance(function, Mapping):
-            return None
-        name = function.get("name")
-        if not isinstance(name, str):
-            return None
-        arguments = function.get("arguments", "")
-        if arguments is None:
-            arguments = ""
-        if isinstance(arguments, Mapping):
-            arguments = dict(arguments)
-        elif isinstance(arguments, str):
-            arguments = _decode_arguments(arguments)
-        else:
-            return None
-        ident = entry.get("id")
-        if not isinstance(ident, str) or not ident:
-            ident = "call_" + uuid.uuid4().hex[:12]
-        calls.append(ToolCall(id=ident, name=name, arguments=arguments))
-    return tuple(calls)
-
-
-def _decode_arguments(text: str) -> dict[str, Any] | str:
-    """The JSON object an OpenAI ``arguments`` string encodes, or the string itself.
-
-    A string that is not a JSON object (malformed, a list, too deeply nested) is returned
-    unchanged for ``parse_reply`` to classify as ``invalid_arguments``.
-    """
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-    return value if isinstance(value, dict) else text
-
-
-def _error_fields(body: bytes) -> dict[str, Any]:
-    """``{"code", "message"}`` of an OpenAI-style error body (``{"error": {...}}``)."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return {"message": body.decode("utf-8", "replace")}
-    if not isinstance(data, Mapping):
-        return {}
-    err = data.get("error", data)
-    if isinstance(err, str):
-        return {"message": err}
-    if isinstance(err, Mapping):
-        return {"code": err.get("code"), "message": err.get("message") or err.get("detail", "")}
-    return {}
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _reasoning(message: Mapping[str, Any]) -> str:
-    """The message's reasoning text (``reasoning_content``, or ``reasoning``), "" when none."""
-    for key in ("reasoning_content", "reasoning"):
-        value = message.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
