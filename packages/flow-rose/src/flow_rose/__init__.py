@@ -10,13 +10,12 @@ bridge is connected (pynvim records the signal-owning thread when it is first im
 from flow_rose.__about__ import __version__
 from flow_rose._bridge import (
     DEFAULT_TIMEOUT,
-    EDITOR_TOOLS,
     MAX_TIMEOUT,
     MIN_TIMEOUT,
-    READ_ONLY_EDITOR_TOOLS,
     RoseBridge,
 )
 from flow_rose._errors import EDITOR_ERROR_CODES
+from flow_rose._replies import EDITOR_TOOLS, READ_ONLY_EDITOR_TOOLS
 from flow_rose._socket import validate_socket
 
 __all__ = [

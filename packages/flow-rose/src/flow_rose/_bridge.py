@@ -17,7 +17,6 @@ from flow_core import (
     EDITOR_TIMEOUT_DEFAULT,
     EDITOR_TIMEOUT_MAX,
     EDITOR_TIMEOUT_MIN,
-    EDITOR_TOOL_NAMES,
     EditorError,
     EditorFreshness,
     EditorLintResult,
@@ -26,6 +25,13 @@ from flow_core import (
 )
 from flow_rose._connection import Connection
 from flow_rose._errors import editor_error
+from flow_rose._replies import (
+    EDITOR_TOOLS,
+    filter_schemas,
+    lint_result,
+    parse_freshness,
+    unwrap,
+)
 from flow_rose._socket import validate_socket
 
 DEFAULT_TIMEOUT: Final = EDITOR_TIMEOUT_DEFAULT
@@ -37,32 +43,8 @@ MIN_TIMEOUT: Final = EDITOR_TIMEOUT_MIN
 MAX_TIMEOUT: Final = EDITOR_TIMEOUT_MAX
 """Largest accepted editor request timeout, in seconds."""
 
-EDITOR_TOOLS: Final[frozenset[str]] = frozenset(EDITOR_TOOL_NAMES)
-"""The Rose tools a model may ever see (the allowlist; ``editor_debug`` is status only).
-
-flow-core owns the list (``flow_core.EDITOR_TOOL_NAMES``), so the runtime and the bridge can
-never disagree about it."""
-
-READ_ONLY_EDITOR_TOOLS: Final[frozenset[str]] = (
-    frozenset(role_tools("reviewer", trusted=False, editor_tools=EDITOR_TOOL_NAMES)) & EDITOR_TOOLS
-)
-"""The allowlisted tools the planner and reviewer get; the coder also gets lint and check.
-
-Derived from flow-core's one role → toolset rule (``flow_core.role_tools``)."""
-
 _FILE_TOOLS: Final = frozenset({"file_read", "file_write"})
 _REFUSAL_CODES: Final = frozenset({"modified", "readonly"})
-_DEBUG_STATUS_SCHEMA: Final[dict[str, Any]] = {
-    "type": "object",
-    "properties": {
-        "action": {
-            "type": "string",
-            "enum": ["status"],
-            "description": "Only 'status' is available through Flow.",
-        }
-    },
-    "additionalProperties": False,
-}
 
 
 def _check_timeout(timeout: float) -> float:
@@ -77,71 +59,6 @@ def _check_timeout(timeout: float) -> float:
             f"editor timeout {value:g} s is outside {MIN_TIMEOUT:g}-{MAX_TIMEOUT:g} seconds",
         )
     return value
-
-
-def _filter_schemas(raw: Any) -> dict[str, dict[str, Any]]:
-    """Keep the allowlisted entries of Rose's ``schemas()`` list, keyed by name."""
-    if isinstance(raw, dict) and not raw:
-        raw = []
-    if not isinstance(raw, list):
-        raise editor_error(
-            "editor_protocol", "rose.tools.schemas() did not return a list of tool schemas"
-        )
-    kept: dict[str, dict[str, Any]] = {}
-    for entry in raw:
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            raise editor_error(
-                "editor_protocol", "a rose.tools.schemas() entry has no string 'name'"
-            )
-        name = entry["name"]
-        if name not in EDITOR_TOOLS:
-            continue  # not on the allowlist (including file_read/file_write): never exposed
-        description = entry.get("description", "")
-        schema = entry.get("inputSchema", {})
-        if not isinstance(description, str) or not isinstance(schema, dict):
-            raise editor_error("editor_protocol", f"the rose.tools schema of {name} is malformed")
-        if name == "editor_debug":
-            schema = copy.deepcopy(_DEBUG_STATUS_SCHEMA)
-            description = (description + " (status only through Flow)").strip()
-        elif schema.get("properties") == []:
-            schema = {**schema, "properties": {}}  # an empty Lua table decodes as a list
-        kept[name] = {
-            "name": name,
-            "description": description,
-            "inputSchema": schema,
-            "readOnly": name in READ_ONLY_EDITOR_TOOLS,
-        }
-    return kept
-
-
-def _unwrap(name: str, reply: Any, *, refusals: frozenset[str] = frozenset()) -> Any:
-    """Decode one ``call()`` reply: ``{ok=true, result=...}`` or ``{ok=false, error=...}``."""
-    if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-        raise editor_error(
-            "editor_protocol", f"Rose's reply to {name} is not an {{ok, result|error}} object"
-        )
-    if reply["ok"]:
-        if "result" not in reply:
-            raise editor_error(
-                "editor_protocol", f"Rose's reply to {name} says ok but has no result"
-            )
-        return reply["result"]
-    error = reply.get("error")
-    if not isinstance(error, dict):
-        raise editor_error(
-            "editor_protocol", f"Rose's reply to {name} says not ok but has no error object"
-        )
-    code = error.get("code")
-    message = error.get("message", "")
-    if not isinstance(code, str) or not isinstance(message, str):
-        raise editor_error(
-            "editor_protocol", f"Rose's error for {name} lacks a string code or message"
-        )
-    if code == "workspace_mismatch":
-        raise editor_error("editor_workspace_mismatch", f"Rose refused {name}: {message}")
-    if code in refusals:
-        raise editor_error("editor_refused", f"Rose refused {name} [{code}]: {message}")
-    raise editor_error("editor_tool_error", f"Rose's {name} failed [{code}]: {message}")
 
 
 def _realpath(path: str) -> str:
@@ -207,7 +124,7 @@ class RoseBridge:
         flow_workspace = _realpath(os.fspath(workspace))
         conn = Connection(str(sock), seconds)
         try:
-            schemas = _filter_schemas(conn.schemas())
+            schemas = filter_schemas(conn.schemas())
             if "editor_context" not in schemas:
                 raise editor_error(
                     "editor_protocol",
@@ -215,7 +132,7 @@ class RoseBridge:
                 )
             bridge = cls(conn, flow_workspace, schemas)
             context = bridge._context()
-            _parse_freshness(context)
+            parse_freshness(context)
         except BaseException:
             conn.close()
             raise
@@ -316,7 +233,7 @@ class RoseBridge:
                     f"editor_debug action {action!r} is not available; only 'status' is",
                 )
             arguments = {"action": "status"}
-        result = _unwrap(name, self._conn.call(name, arguments))
+        result = unwrap(name, self._conn.call(name, arguments))
         if isinstance(result, dict):
             return result
         return {"result": result}
@@ -383,7 +300,7 @@ class RoseBridge:
             EditorError: ``editor_freshness_missing`` when any v1 field is absent or not v1
                 (fail closed), ``editor_workspace_mismatch``, or connection errors.
         """
-        return _parse_freshness(self._context())
+        return parse_freshness(self._context())
 
     def lint(self, paths: Sequence[str]) -> EditorLintResult:
         """Run Rose's native linter (``editor_lint``) over workspace-relative paths.
@@ -410,12 +327,12 @@ class RoseBridge:
                 message="Rose does not offer editor_lint",
             )
         try:
-            result = _unwrap("editor_lint", self._conn.call("editor_lint", {"paths": wanted}))
+            result = unwrap("editor_lint", self._conn.call("editor_lint", {"paths": wanted}))
         except EditorError as err:
             if err.code not in {"editor_tool_error", "editor_protocol"}:
                 raise
             return EditorLintResult(status="error", verified=False, files=(), message=str(err))
-        return _lint_result(result, wanted)
+        return lint_result(result, wanted)
 
     def close(self) -> None:
         """Close the connection on its worker thread (idempotent)."""
@@ -424,14 +341,14 @@ class RoseBridge:
     # -- helpers ----------------------------------------------------------------------------
 
     def _context(self) -> dict[str, Any]:
-        result = _unwrap("editor_context", self._conn.call("editor_context", {}))
+        result = unwrap("editor_context", self._conn.call("editor_context", {}))
         if not isinstance(result, dict):
             raise editor_error("editor_protocol", "Rose's editor_context result is not an object")
         self._check_workspace("editor_context", result)
         return result
 
     def _file_call(self, name: str, arguments: dict[str, Any], rel: str) -> dict[str, Any]:
-        result = _unwrap(name, self._conn.call(name, arguments), refusals=_REFUSAL_CODES)
+        result = unwrap(name, self._conn.call(name, arguments), refusals=_REFUSAL_CODES)
         if not isinstance(result, dict):
             raise editor_error("editor_protocol", f"Rose's {name} result is not an object")
         self._check_workspace(name, result)
@@ -455,74 +372,3 @@ class RoseBridge:
                 f"Rose's workspace {theirs!r} is not Flow's workspace {self._workspace!r}; "
                 "start Rose and Flow on the same directory",
             )
-
-
-def _parse_freshness(context: Mapping[str, Any]) -> EditorFreshness:
-    fresh = context.get("freshness")
-    if not isinstance(fresh, dict):
-        raise editor_error(
-            "editor_freshness_missing", "editor_context has no freshness object (API v1)"
-        )
-    for key in ("api", "dirty_buffers", "snapshot"):
-        if key not in fresh or fresh[key] is None:
-            raise editor_error(
-                "editor_freshness_missing", f"editor_context freshness lacks {key!r} (API v1)"
-            )
-    if fresh["api"] != 1 or isinstance(fresh["api"], bool):
-        raise editor_error(
-            "editor_freshness_missing",
-            f"editor_context freshness is API {fresh['api']!r}; Flow needs API v1",
-        )
-    dirty = fresh["dirty_buffers"]
-    if isinstance(dirty, dict) and not dirty:
-        dirty = []  # an empty Lua table may decode as either
-    if not isinstance(dirty, list) or not all(isinstance(p, str) for p in dirty):
-        raise editor_error(
-            "editor_freshness_missing", "freshness dirty_buffers is not a list of paths"
-        )
-    snapshot = fresh["snapshot"]
-    if not isinstance(snapshot, str) or not snapshot:
-        raise editor_error(
-            "editor_freshness_missing", "freshness snapshot is not a non-empty string"
-        )
-    return EditorFreshness(dirty_buffers=tuple(dirty), snapshot=snapshot)
-
-
-def _lint_result(result: Any, wanted: tuple[str, ...]) -> EditorLintResult:
-    def broken(message: str) -> EditorLintResult:
-        return EditorLintResult(status="error", verified=False, files=(), message=message)
-
-    if not isinstance(result, dict):
-        return broken("Rose's editor_lint result is not an object")
-    status = result.get("status")
-    message = result.get("message", "")
-    message = message if isinstance(message, str) else ""
-    if status not in ("ok", "unavailable", "error"):
-        return broken(f"Rose's editor_lint status {status!r} is unknown")
-    raw_files = result.get("files", [])
-    if isinstance(raw_files, dict) and not raw_files:
-        raw_files = []
-    if not isinstance(raw_files, list) or not all(isinstance(f, str) for f in raw_files):
-        return broken("Rose's editor_lint files is not a list of paths")
-    files = tuple(f for f in dict.fromkeys(raw_files) if f in wanted)
-    if status != "ok":
-        return EditorLintResult(
-            status=status, verified=False, files=files, message=message or f"lint {status}"
-        )
-    verified = result.get("verified")
-    error_count = result.get("error_count")
-    stale = result.get("stale")
-    if not isinstance(verified, bool):
-        return broken("Rose's editor_lint result lacks a boolean 'verified'")
-    if not isinstance(error_count, int) or isinstance(error_count, bool) or error_count < 0:
-        return broken("Rose's editor_lint result lacks a non-negative 'error_count'")
-    if not isinstance(stale, bool):
-        return broken("Rose's editor_lint result lacks a boolean 'stale'")
-    return EditorLintResult(
-        status="ok",
-        verified=verified and error_count == 0 and not stale and bool(files),
-        files=files,
-        error_count=error_count,
-        stale=stale,
-        message=message,
-    )
