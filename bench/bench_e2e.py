@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "e2e"))
@@ -68,24 +66,10 @@ def main() -> int:
             project = harness.copy_sample(work / "project")
             config = work / "flow-operator.toml"
             config.write_text(harness.operator_config(project, backend), encoding="utf-8")
-            argv = [
-                harness.flow_script(),
-                "run",
-                "--config",
-                str(config),
-                "--trusted",
-                harness.TASK,
-            ]
-            started = time.monotonic()
-            proc = subprocess.run(
-                argv,
-                env=harness.flow_env(work / "home"),
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
+            proc, wall_s = harness.timed_flow_run(
+                config, harness.TASK, work / "home", timeout_s=600
             )
-            wall_ms = (time.monotonic() - started) * 1000.0
+            wall_ms = wall_s * 1000.0
             report = harness.one_json_object(proc.stdout)
             share = harness.flow_share(report)
             records.append(

@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -216,6 +217,19 @@ def flow_script() -> str:
             raise RuntimeError("the `flow` script is not installed (pip install -e packages/...)")
         return found
     return str(path)
+
+
+def timed_flow_run(
+    config: Path, task: str, home: Path, *, timeout_s: float
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``flow run --config CONFIG --trusted TASK`` with ``home`` as HOME; its process and its
+    wall time in seconds (start to exit: the time to the verdict)."""
+    argv = [flow_script(), "run", "--config", str(config), "--trusted", task]
+    started = time.monotonic()
+    proc = subprocess.run(
+        argv, env=flow_env(home), capture_output=True, text=True, timeout=timeout_s, check=False
+    )
+    return proc, time.monotonic() - started
 
 
 def one_json_object(stdout: str) -> dict[str, Any]:

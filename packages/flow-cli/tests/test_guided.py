@@ -20,13 +20,20 @@ def _role(request: dict[str, Any]) -> str:
     return str(request["messages"][0]["content"]).split("\n", 1)[0].removeprefix("# Role: ")
 
 
-def _choices(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The guided schema's tool choices by name ("" for the answer)."""
-    out: dict[str, dict[str, Any]] = {}
+def _choices(request: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The guided schema's argument schemas by tool name ("" for the answer)."""
+    out: dict[str, list[dict[str, Any]]] = {}
     for choice in request["format"]["anyOf"]:
         props = choice["properties"]
-        out[props["tool"]["const"] if "tool" in props else ""] = props
+        name = props["tool"]["const"] if "tool" in props else ""
+        out.setdefault(name, []).append(props.get("arguments", props).get("properties", props))
     return out
+
+
+def _old_texts(request: dict[str, Any], path: str) -> list[str]:
+    """The old texts the request's schema allows an edit of ``path``."""
+    edits = _choices(request)["edit_file"]
+    return next(e["old_text"]["enum"] for e in edits if e["path"].get("const") == path)
 
 
 def constrained(honours: bool = True):
@@ -46,10 +53,11 @@ def constrained(honours: bool = True):
         if len(request["messages"]) > 2:
             done = "Edited calc.py."
             return (json.dumps({"answer": done}) if guided else done), []
-        args = {"path": "calc.py", "content": FIXED}
-        if guided:
-            return json.dumps({"tool": "write_file", "arguments": args}), []
-        return "", [{"name": "write_file", "arguments": args}]
+        if not guided:
+            return "", [{"name": "write_file", "arguments": {"path": "calc.py", "content": FIXED}}]
+        (old,) = [t for t in _old_texts(request, "calc.py") if "a + b" in t]
+        args = {"path": "calc.py", "old_text": old, "new_text": old + "  # checked"}
+        return json.dumps({"tool": "edit_file", "arguments": args}), []
 
     return script
 
@@ -86,7 +94,10 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     assert (workspace / "calc.py").read_text() == FIXED
     guided = {r: u["guided"] for r, u in report["roles"].items()}
     assert guided == {"planner": "on", "coder": "on", "reviewer": "off"}
-    (first_coder, *_) = [r for r in fake.requests if _role(r) == "coder"]
+    assert {r: u["stopped"] for r, u in report["roles"].items()} == dict.fromkeys(
+        ("planner", "coder", "reviewer"), "answer"
+    )
+    first_coder, second_coder = [r for r in fake.requests if _role(r) == "coder"]
     choices = _choices(first_coder)
     assert set(choices) == {
         "",
@@ -98,16 +109,18 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
         "edit_file",
         "run_check",
     }
-    # An existing file's path is one of the workspace's files; a new file's is any string.
-    assert choices["read_file"]["arguments"]["properties"]["path"]["enum"] == [
-        "calc.py",
-        "notes.md",
+    # An existing file is one of the workspace's files, read within its lines, edited at one
+    # of its lines; a new file's path is any string. Each request's schema is built anew.
+    reads = {c["path"]["const"]: c["start_line"]["enum"] for c in choices["read_file"]}
+    assert reads == {"calc.py": [1, 2], "notes.md": [1]}
+    assert _old_texts(first_coder, "calc.py") == [
+        "def add(a: int, b: int) -> int:",
+        "    return a + b",
     ]
-    assert choices["write_file"]["arguments"]["properties"]["path"] == {
-        "type": "string",
-        "description": "relative path",
-    }
-    assert choices["run_check"]["arguments"]["properties"]["name"]["enum"] == ["unit", "compile"]
+    assert _old_texts(second_coder, "calc.py")[1] == "    return a + b  # checked"
+    assert choices["list_files"] == [{"path": {"type": "string", "enum": [""]}}]
+    assert choices["write_file"][0]["path"] == {"type": "string", "description": "relative path"}
+    assert choices["run_check"][0]["name"]["enum"] == ["unit", "compile"]
     # The planner's read-only choices; no probe was sent under "on".
     (planner,) = [r for r in fake.requests if _role(r) == "planner"]
     assert "write_file" not in _choices(planner)

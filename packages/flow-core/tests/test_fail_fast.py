@@ -106,6 +106,9 @@ def test_a_write_in_between_makes_a_read_new_again(make: Callable[..., FlowConfi
     )
     assert "repeated_call" not in [c for c, _ in errors(report)]
     assert report.verified, errors(report)
+    assert {r: u.stopped for r, u in report.roles.items()} == dict.fromkeys(
+        ("planner", "coder", "reviewer"), "answer"
+    )
 
 
 def test_turns_without_progress_end_the_role(make: Callable[..., FlowConfig]) -> None:
@@ -119,6 +122,7 @@ def test_turns_without_progress_end_the_role(make: Callable[..., FlowConfig]) ->
     assert "budget_iterations" not in [c for c, _ in errors(report)]
     assert len(backend.requests) == 3
     assert report.plan is None
+    assert report.roles["planner"].stopped == "no_progress"
 
 
 def test_a_call_on_the_last_turn_is_not_run(make: Callable[..., FlowConfig]) -> None:
@@ -132,6 +136,7 @@ def test_a_call_on_the_last_turn_is_not_run(make: Callable[..., FlowConfig]) -> 
     assert len(ended) == 1
     assert "last turn" in ended[0].message
     assert len(backend.requests) == 2
+    assert report.roles["planner"].stopped == "budget_iterations"
 
 
 class WindowedBackend(ScriptedBackend):

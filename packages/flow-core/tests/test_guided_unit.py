@@ -4,38 +4,84 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flow_core import ChatResponse
-from flow_core.run._guided import MAX_GUIDED_FILES, guided_format, probe_passed, unwrap
+from flow_core.run._guided import (
+    MAX_GUIDED_FILES,
+    MAX_GUIDED_LINES,
+    MAX_LINE_FILES,
+    guided_format,
+    probe_passed,
+    unwrap,
+)
 from flow_core.tools._schemas import TOOL_SCHEMAS
 from flow_safeio import Workspace
 
 
-def _paths(tmp_path: Path, count: int) -> dict[str, object]:
-    for i in range(count):
-        (tmp_path / f"f{i:04d}.py").write_text("x = 1\n")
+def _choices(tmp_path: Path, files: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """The guided schema's argument schemas by tool name, for a workspace holding ``files``."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
     with Workspace(tmp_path) as ws:
         schema = guided_format(list(TOOL_SCHEMAS.values()), ws)
-    out: dict[str, object] = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for choice in schema["anyOf"]:
         props = choice["properties"]
         if "tool" in props:
-            out[props["tool"]["const"]] = props["arguments"]["properties"].get("path")
+            out.setdefault(props["tool"]["const"], []).append(props["arguments"]["properties"])
     return out
 
 
+def test_a_small_file_bounds_read_lines_and_edit_old_text_to_its_own_lines(tmp_path: Path) -> None:
+    text = "def f():\n    return 1\n\n\ndef g():\n    return 1\n    return 12\n"
+    choices = _choices(tmp_path, {"pkg/m.py": text, "notes.md": "# N\n"})
+    reads = {c["path"]["const"]: c for c in choices["read_file"]}
+    assert set(reads) == {"notes.md", "pkg/m.py"}
+    assert reads["pkg/m.py"]["start_line"]["enum"] == list(range(1, 8))
+    assert reads["pkg/m.py"]["end_line"]["enum"] == list(range(1, 8))
+    assert reads["notes.md"]["start_line"]["enum"] == [1]
+    edits = {c["path"]["const"]: c for c in choices["edit_file"]}
+    # Blank lines, a line that repeats and a line that is part of another are left out.
+    assert edits["pkg/m.py"]["old_text"]["enum"] == ["def f():", "def g():", "    return 12"]
+    assert edits["pkg/m.py"]["new_text"] == {"type": "string"}
+    assert [c["path"] for c in choices["outline"]] == [
+        {"type": "string", "enum": ["notes.md", "pkg/m.py"]}
+    ]
+    assert [c["path"] for c in choices["list_files"]] == [{"type": "string", "enum": ["", "pkg"]}]
+    assert [c["path"] for c in choices["write_file"]] == [
+        {"type": "string", "description": "relative path"}
+    ]
+
+
+def test_files_past_the_line_caps_share_one_choice_with_free_arguments(tmp_path: Path) -> None:
+    files = {f"f{i:02d}.py": f"x = {i}\n" for i in range(MAX_LINE_FILES)}
+    files["big.py"] = "a = 1\n" * (MAX_GUIDED_LINES + 1)
+    files["f00.py"] = "x = 1\nx = 1\n"  # no line occurs once: not bound for edits
+    files["zz.py"] = "z = 1\n"
+    choices = _choices(tmp_path, files)
+    assert len(choices["read_file"]) == MAX_LINE_FILES + 1
+    assert len(choices["edit_file"]) == MAX_LINE_FILES
+    shared = choices["edit_file"][-1]
+    assert shared["path"] == {"type": "string", "enum": ["big.py", "f00.py", "zz.py"]}
+    assert shared["old_text"] == {"type": "string", "minLength": 1}
+
+
 def test_existing_file_paths_are_enumerated_up_to_the_cap(tmp_path: Path) -> None:
-    paths = _paths(tmp_path, 3)
-    assert paths["read_file"] == {"type": "string", "enum": ["f0000.py", "f0001.py", "f0002.py"]}
-    assert paths["edit_file"] == paths["outline"] == paths["read_file"]
-    assert paths["write_file"] == {"type": "string", "description": "relative path"}
+    choices = _choices(tmp_path, {f"f{i:04d}.py": "" for i in range(MAX_GUIDED_FILES)})
+    assert choices["outline"][0]["path"]["enum"][:2] == ["f0000.py", "f0001.py"]
+    assert len(choices["outline"][0]["path"]["enum"]) == MAX_GUIDED_FILES
 
 
 def test_over_the_cap_a_path_is_any_string(tmp_path: Path) -> None:
-    paths = _paths(tmp_path, MAX_GUIDED_FILES + 1)
-    assert paths["read_file"] == {"type": "string", "description": "relative path"}
+    choices = _choices(tmp_path, {f"f{i:04d}.py": "x = 1\n" for i in range(MAX_GUIDED_FILES + 1)})
+    for name in ("read_file", "edit_file", "outline", "list_files"):
+        assert [c["path"] for c in choices[name]] == [
+            TOOL_SCHEMAS[name]["function"]["parameters"]["properties"]["path"]
+        ]
 
 
 @pytest.mark.parametrize(

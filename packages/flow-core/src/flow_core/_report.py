@@ -272,6 +272,13 @@ class RoleUsage(_Model):
         "chat template drops them (the role then had no tools; a planner got Flow's project "
         "map instead); null before the role ran",
     )
+    stopped: str | None = Field(
+        default=None,
+        description="how the role's last invocation ended: answer (it gave its final answer) "
+        "or the code that ended it (budget_iterations, no_progress, repeated_call, "
+        "schema_echo, context_budget, budget_time, budget_tool_calls, a backend error's "
+        "code, interrupted, ...; flow explain CODE); null before the role ran",
+    )
     guided: Literal["on", "off"] | None = Field(
         default=None,
         description="on: each reply was constrained to one of the role's tool calls or a final "

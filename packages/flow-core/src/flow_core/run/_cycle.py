@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError, EditorError
@@ -40,7 +40,7 @@ from flow_core.run._loop import RoleSpec, guarded, run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
-from flow_core.run._state import RoleOutcome, RunEnded, RunState
+from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 from flow_core.tools._map import MAP_CHARS, project_map
 from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
 from flow_core.verify._results import is_weak
@@ -122,7 +122,33 @@ class RunDriver:
         response_format: Mapping[str, Any] | None = None,
         map_for: str | None = None,
     ) -> RoleOutcome:
-        """Run ``role`` on ``user``. A read-only role whose model cannot receive tool
+        """Run ``role`` on ``user`` (``_invoke``), and say in the report how it stopped
+        (``roles.ROLE.stopped``: ``answer``, or the code that ended it)."""
+        stopped: str | None = None
+        try:
+            outcome = self._invoke(role, user, cycle, response_format, map_for)
+            stopped = "answer" if outcome.completed else outcome.failure
+            return outcome
+        except BackendError as err:
+            stopped = err.code
+            raise
+        except Interrupted:
+            stopped = "interrupted"
+            raise
+        finally:
+            usage = self.state.roles.get(role)
+            if usage is not None and stopped is not None:
+                usage.stopped = stopped
+
+    def _invoke(
+        self,
+        role: Role,
+        user: str,
+        cycle: int | None,
+        response_format: Mapping[str, Any] | None,
+        map_for: str | None,
+    ) -> RoleOutcome:
+        """One invocation of ``role``. A read-only role whose model cannot receive tool
         definitions gets none, its prompt without tools and, with ``map_for`` (the task), the
         project map (``docs/architecture.md``, "A role without tools")."""
         toolbox = self.run.toolbox(role, cycle)
@@ -158,8 +184,9 @@ class RunDriver:
 
     def _guided(
         self, model: str, options: Mapping[str, Any], toolbox: ToolBox
-    ) -> dict[str, Any] | None:
-        """The guided reply schema for a role with tools, or None (``run/_guided.py``): the
+    ) -> Callable[[], dict[str, Any]] | None:
+        """What builds the guided reply schema of each request of a role with tools, or None
+        (``run/_guided.py``): the
         ``guided`` option ``on``, or ``auto`` and the server passed the probe (once per run
         and model).
 
@@ -184,7 +211,7 @@ class RunDriver:
             self._probed[model] = passed
         if mode == "auto" and not self._probed[model]:
             return None
-        return guided_format(toolbox.schemas, toolbox.workspace)
+        return functools.partial(guided_format, toolbox.schemas, toolbox.workspace)
 
     def _cycle(self, task: str, cycle: int, feedback: str) -> Verification:
         """One coder → checks → reviewer → gate cycle (steps a-f of the module docstring)."""

@@ -8,7 +8,9 @@ one JSON object:
 
 * ``{"tool": NAME, "arguments": {...}}``: one call, its arguments valid against the tool's own
   parameters, where a ``path`` that must name an existing file is one of the workspace's
-  files (``Workspace.walk``, at most ``MAX_GUIDED_FILES``; more files: any string);
+  files (``Workspace.walk``, at most ``MAX_GUIDED_FILES``; more files: any string), and in a
+  small file a line number is within the file and an edit's old text is one of its lines
+  (``guided_format``);
 * ``{"answer": TEXT}``: the role's final answer.
 
 ``unwrap`` turns that object back into a structured call or plain text, so the rest of the
@@ -32,12 +34,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
     from flow_safeio import Workspace
 
 __all__ = [
     "MAX_GUIDED_FILES",
+    "MAX_GUIDED_LINES",
+    "MAX_LINE_FILES",
     "PROBE_VALUE",
     "guided_format",
     "probe_format",
@@ -48,28 +53,108 @@ __all__ = [
 
 #: Most workspace files listed as the allowed values of an existing-file ``path``.
 MAX_GUIDED_FILES = 300
+#: Most files whose own lines bound ``read_file``'s line numbers and ``edit_file``'s old text.
+MAX_LINE_FILES = 20
+#: Most lines over those files (a larger schema makes a larger grammar for every reply).
+MAX_GUIDED_LINES = 1_000
+#: Files larger than this (bytes) are never bound to their lines.
+MAX_LINE_FILE_BYTES = 64 * 1024
 #: Tools whose ``path`` must name an existing file.
 _EXISTING_FILE_TOOLS = frozenset({"read_file", "outline", "edit_file"})
+#: Tools given one choice per file, bound to that file's lines (``_per_file``).
+_LINE_TOOLS = frozenset({"read_file", "edit_file"})
 #: The value the ``auto`` probe's schema requires: no model writes it unconstrained.
 PROBE_VALUE = "flow-guided-probe-4f1c"
 
 
 def guided_format(schemas: Sequence[Mapping[str, Any]], workspace: Workspace) -> dict[str, Any]:
-    """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``."""
+    """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``.
+
+    Built from the workspace as it is now, so it is rebuilt for each request (an edit changes
+    the lines). Where the workspace has at most ``MAX_GUIDED_FILES`` files: ``list_files``'s
+    ``path`` is ``""`` or a folder holding files, and ``outline``'s ``path`` is one of the
+    files. Up to ``MAX_LINE_FILES`` small text files (``MAX_GUIDED_LINES`` lines in all) get
+    a choice of their own for ``read_file`` (``start_line``/``end_line`` from 1 to the
+    file's line count) and ``edit_file`` (``old_text`` one of the lines that occur exactly
+    once in that file, without its line ending; a file with no such line is not bound); the
+    other files share one choice whose ``path`` is one of them and whose other arguments are
+    as the tool's schema says.
+    """
     files = list(workspace.walk(".", limit=MAX_GUIDED_FILES + 1))
+    listed = files if len(files) <= MAX_GUIDED_FILES else []
+    texts = _file_texts(workspace, listed)
     choices: list[dict[str, Any]] = []
     for schema in schemas:
         function = schema.get("function", {})
         name = str(function.get("name", ""))
         params = dict(function.get("parameters") or {"type": "object", "properties": {}})
-        if name in _EXISTING_FILE_TOOLS and len(files) <= MAX_GUIDED_FILES and files:
-            props = dict(params.get("properties") or {})
-            if "path" in props:
-                props["path"] = {"type": "string", "enum": files}
-                params["properties"] = props
-        choices.append(_object({"tool": {"type": "string", "const": name}, "arguments": params}))
+        choices.extend(_call(name, p) for p in _arguments(name, params, listed, texts))
     choices.append(_object({"answer": {"type": "string"}}))
     return {"anyOf": choices}
+
+
+def _call(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    return _object({"tool": {"type": "string", "const": name}, "arguments": params})
+
+
+def _arguments(
+    name: str, params: dict[str, Any], listed: list[str], texts: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The argument schemas of one tool's choices (several where bound to files' lines)."""
+    if "path" not in (params.get("properties") or {}) or not listed:
+        return [params]
+    if name == "list_files":
+        folders = sorted({""} | {p.rsplit("/", 1)[0] for p in listed if "/" in p})
+        return [_with(params, path={"type": "string", "enum": folders})]
+    if name not in _EXISTING_FILE_TOOLS:
+        return [params]
+    found = {p: _per_file(name, params, p, texts[p]) for p in texts if name in _LINE_TOOLS}
+    out = [a for a in found.values() if a is not None]
+    rest = [p for p in listed if found.get(p) is None]
+    if rest:
+        out.append(_with(params, path={"type": "string", "enum": rest}))
+    return out or [params]
+
+
+def _per_file(name: str, params: dict[str, Any], path: str, text: str) -> dict[str, Any] | None:
+    """``read_file``/``edit_file``'s arguments bound to one file's lines (None: no choice)."""
+    lines = text.splitlines()
+    fixed: dict[str, Any] = {"path": {"type": "string", "const": path}}
+    props = params.get("properties") or {}
+    if name == "read_file":
+        numbers = {"type": "integer", "enum": list(range(1, max(1, len(lines)) + 1))}
+        fixed.update({k: numbers for k in ("start_line", "end_line") if k in props})
+        return _with(params, **fixed)
+    # A line that occurs once as a line may still occur twice as text (edit_ambiguous).
+    once = [line for line in dict.fromkeys(lines) if line.strip() and text.count(line) == 1]
+    if not once or "old_text" not in props:
+        return None  # the file joins the shared choice, with any old text
+    return _with(params, **fixed, old_text={"type": "string", "enum": once})
+
+
+def _with(params: dict[str, Any], **properties: Any) -> dict[str, Any]:
+    """``params`` with some properties' schemas replaced."""
+    return {**params, "properties": {**(params.get("properties") or {}), **properties}}
+
+
+def _file_texts(workspace: Workspace, files: list[str]) -> dict[str, str]:
+    """The text of the small text files bound to their lines, in ``files``' order."""
+    out: dict[str, str] = {}
+    total = 0
+    for path in files:
+        if len(out) >= MAX_LINE_FILES:
+            break
+        try:
+            if workspace.stat(path).size > MAX_LINE_FILE_BYTES:
+                continue
+            text = workspace.read_text(path)
+        except (SafeIOError, ValueError):
+            continue
+        count = len(text.splitlines())
+        if total + count <= MAX_GUIDED_LINES:
+            out[path] = text
+            total += count
+    return out
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:

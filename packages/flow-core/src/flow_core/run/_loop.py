@@ -65,7 +65,8 @@ class RoleSpec:
         options: the role's model options (``FlowConfig.options_for``), sent with each request.
         tools: False when the model cannot receive tool definitions
             (``ChatBackend.tool_definitions_reach``): none is sent and none can be called.
-        guided: the reply schema of guided tool calls (``run/_guided.py``), or None.
+        guided: builds the reply schema of guided tool calls for each request, from the
+            workspace as it is then (``run/_guided.py``), or None.
     """
 
     role: Role
@@ -77,7 +78,7 @@ class RoleSpec:
     response_format: Mapping[str, Any] | None = None
     options: Mapping[str, Any] | None = None
     tools: bool = True
-    guided: Mapping[str, Any] | None = None
+    guided: Callable[[], Mapping[str, Any]] | None = None
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
@@ -387,7 +388,7 @@ def _ask(
         spec.model,
         list(ctx.messages),
         tools=spec.schemas,
-        format=spec.response_format if spec.guided is None else spec.guided,
+        format=spec.response_format if spec.guided is None else spec.guided(),
         options=spec.options,
     )
     started = time.perf_counter()
