@@ -63,7 +63,7 @@ PROJECTS = {
 }
 
 
-def config_text(workspace: Path, server: Any, *, guided: bool, seed: int) -> str:
+def config_text(workspace: Path, server: Any, *, guided: bool, sampler: int) -> str:
     """The operator config of one run (``harness.operator_config`` plus mode and budgets)."""
     coder = server.chat_model if guided else server.model
     backend = harness.Backend(
@@ -73,32 +73,37 @@ def config_text(workspace: Path, server: Any, *, guided: bool, seed: int) -> str
     text = harness.operator_config(workspace, backend, budgets=budgets)
     text = text.replace("[agent]\n", f"[agent]\nmax_seconds = {MAX_SECONDS}\n", 1)
     options = [
+        "[models.options.planner]",
+        "max_reply_tokens = 128  # a short plan: a 135M model's long ones wander",
+        "",
         "[openai.options]",
         "max_reply_tokens = 256",
         "temperature = 0.7",
-        f"seed = {seed}",
+        f"seed = {sampler}",
         "cache_prompt = true",
         f'guided = "{"on" if guided else "off"}"',
     ]
     return text + "\n".join(options) + "\n"
 
 
-def one_run(work: Path, server: Any, project: str, *, guided: bool, seed: int) -> dict[str, Any]:
+def one_run(work: Path, server: Any, project: str, *, guided: bool, sampler: int) -> dict[str, Any]:
     """One ``flow run`` on a fresh copy of ``project``; its figures."""
     source, task = PROJECTS[project]
     workspace = work / "project"
     shutil.copytree(source, workspace, ignore=shutil.ignore_patterns("__pycache__"))
     config = work / "flow-operator.toml"
-    config.write_text(config_text(workspace, server, guided=guided, seed=seed), encoding="utf-8")
+    config.write_text(
+        config_text(workspace, server, guided=guided, sampler=sampler), encoding="utf-8"
+    )
     proc, wall_s = harness.timed_flow_run(config, task, work / "home", timeout_s=900)
     try:
         report = harness.one_json_object(proc.stdout)
     except (AssertionError, ValueError):
-        return {"seed": seed, "wall_s": round(wall_s, 1), "error": proc.stderr[-600:]}
+        return {"sampler_seed": sampler, "wall_s": round(wall_s, 1), "error": proc.stderr[-600:]}
     calls = report.get("tool_calls", [])
     invalid = [c for c in calls if not c["ok"] and c.get("error") in INVALID_CALL]
     return {
-        "seed": seed,
+        "sampler_seed": sampler,
         "status": report["status"],
         "verified": bool(report.get("verified")),
         "wall_s": round(wall_s, 1),
@@ -160,7 +165,7 @@ def main() -> int:
                 runs = []
                 for i in range(max(1, args.runs)):
                     work = Path(tmp) / f"{project}-{mode}-{i}"
-                    runs.append(one_run(work, server, project, guided=mode == "on", seed=i))
+                    runs.append(one_run(work, server, project, guided=mode == "on", sampler=i))
                     print(json.dumps({project: mode, **runs[-1]}), file=sys.stderr, flush=True)
                 results.setdefault(project, {})[f"guided_{mode}"] = summary(runs)
                 details.setdefault(project, {})[f"guided_{mode}"] = runs
