@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 PROBE = "flow-guided-probe-4f1c"
 
@@ -36,12 +38,16 @@ def _old_texts(request: dict[str, Any], path: str) -> list[str]:
     return next(e["old_text"]["enum"] for e in edits if e["path"].get("const") == path)
 
 
-def constrained(honours: bool = True):
-    """A server that writes what the request's format allows (or ignores it)."""
+def constrained(honours: bool = True, tools_win: bool = False):
+    """A server that writes what the request's format allows (or ignores it; or, with
+    ``tools_win``, answers with a call whenever tools are sent, as a function-call grammar
+    does)."""
 
     def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         fmt = request.get("format") or {}
         if "probe" in fmt.get("properties", {}):
+            if tools_win and request.get("tools"):
+                return "", [{"name": "list_files", "arguments": {}}]
             return (json.dumps({"probe": PROBE}) if honours else "Sure! Here is JSON."), []
         role = _role(request)
         if role == "reviewer":
@@ -139,10 +145,13 @@ def test_guided_auto_probes_once_and_uses_it_where_the_server_honours_it(
     assert probes[0]["options"]["num_predict"] == 32
 
 
+@pytest.mark.parametrize(
+    "server", [{"honours": False}, {"tools_win": True}], ids=["ignores", "tools-win"]
+)
 def test_guided_auto_stays_off_where_the_server_ignores_the_schema(
-    env, h, tmp_path, workspace, fake_ollama
+    env, h, tmp_path, workspace, fake_ollama, server
 ) -> None:
-    fake = fake_ollama(constrained(honours=False))
+    fake = fake_ollama(constrained(**server))
     assert _modes(_run(env, h, tmp_path, workspace, fake, "auto")) == ("off", "off", "off")
     for request in fake.requests:
         assert "anyOf" not in (request.get("format") or {})

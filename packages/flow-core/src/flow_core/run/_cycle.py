@@ -197,10 +197,13 @@ class RunDriver:
         if mode == "off" or not toolbox.schemas:
             return None
         if mode == "auto" and model not in self._probed:
+            # With the role's tools, as its requests go: a server whose own function-call
+            # grammar wins over the reply schema when tools are sent fails the probe.
             probe = functools.partial(
                 self.backend.chat,
                 model,
                 probe_messages(),
+                tools=toolbox.schemas,
                 format=probe_format(),
                 options={**options, "max_reply_tokens": 32},
             )

@@ -19,8 +19,9 @@ object (a server that ignored the schema) is left as it is, for ``parse_reply``.
 
 The mode is the ``guided`` model option (``[ollama.options]``, ``[openai.options]``,
 ``[models.options.ROLE]``): ``"off"`` (the default), ``"on"``, or ``"auto"``: one short probe
-per run and model (``probe_format``) asks for an object only a constrained server produces,
-and guided calls are used where it came back exactly. A role with a reply schema of its own
+per run and model (``probe_format``, sent with the role's tools as its requests are) asks for
+an object only a constrained server produces, and guided calls are used where it came back
+exactly. A role with a reply schema of its own
 (the reviewer) or without tools is never guided. The report says which mode each role used
 (``roles.ROLE.guided``).
 """
