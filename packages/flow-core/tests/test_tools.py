@@ -159,7 +159,7 @@ def test_tool_output_is_capped(ws: Workspace) -> None:
     out = box(ws).call("read_file", {"path": "big.txt"})
     assert out.ok
     assert len(out.content) < MAX_TOOL_OUTPUT_CHARS + 200
-    assert "start_line=251" in out.content
+    assert "start_line=101" in out.content
     more = box(ws).call("read_file", {"path": "big.txt", "start_line": 19_999})
     assert more.content == "big.txt: lines 19999-20000 of 20000\n19999\tline\n20000\tline"
 

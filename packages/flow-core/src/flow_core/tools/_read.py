@@ -14,8 +14,9 @@ from flow_core.tools._lines import split_lines
 
 __all__ = ["READ_LINE_CAP", "READ_MAX_CHARS", "READ_MAX_LINES", "ReadError", "read_window"]
 
-#: Most lines one read shows when no ``end_line`` narrows it.
-READ_MAX_LINES = 250
+#: Lines one read shows when no ``end_line`` is given: a first look of about 1,000 tokens on a
+#: small model's vocabulary (``bench/bench_context.py``); an explicit range may be longer.
+READ_MAX_LINES = 100
 #: Most characters of file text one read shows (line numbers and notes not counted).
 READ_MAX_CHARS = 12_000
 #: Longest piece of one line shown at once (characters); longer lines come in pieces.

@@ -48,7 +48,8 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     ),
     "read_file": function_schema(
         "read_file",
-        "Read numbered lines of a text file (at most 250 a call; the reply says what is left).",
+        "Read numbered lines of a text file (100 unless end_line says; the reply says what is "
+        "left).",
         {"path": _PATH, "start_line": _LINE, "end_line": _LINE, "start_col": _LINE},
         ["path"],
     ),
