@@ -17,7 +17,9 @@ each run short: ``max_seconds`` ends the run in time for a verdict within 3 minu
 
 Figures per mode and project: ``valid_call_rate`` (tool calls whose name and arguments were
 valid, i.e. not refused as ``invalid_arguments``, ``tool_unknown``, ``unknown_tool``,
-``schema_echo`` or ``ambiguous_call``, over all calls in the reports), ``verified`` (runs of
+``schema_echo`` or ``ambiguous_call``, over all calls in the reports), ``bad_replies``
+(replies with no call Flow could run: ``unknown_tool``, ``call_cut_off``, ``ambiguous_call``,
+``arguments_as_string``, ``empty_reply``), ``verified`` (runs of
 ``--runs``), ``wall_s`` to the verdict (the ``flow run`` process, start to exit: median and
 max), and why each run's roles stopped. The goal (issue 25): the demo's bug verified in at
 least one of five runs, and no run over 180 s to its verdict.
@@ -51,6 +53,10 @@ MAX_SECONDS = 120
 #: Codes that say the call itself was malformed (not that a valid call failed).
 INVALID_CALL = frozenset(
     {"invalid_arguments", "tool_unknown", "unknown_tool", "schema_echo", "ambiguous_call"}
+)
+#: Reply issues (``flow explain CODE``) that mean a reply held no call Flow could run.
+BAD_REPLY = frozenset(
+    {"unknown_tool", "call_cut_off", "ambiguous_call", "arguments_as_string", "empty_reply"}
 )
 
 GRADE_TASK = (
@@ -114,6 +120,7 @@ def one_run(work: Path, server: Any, project: str, *, guided: bool, sampler: int
         "guided": {r: u.get("guided") for r, u in report.get("roles", {}).items()},
         "stopped": {r: u.get("stopped") for r, u in report.get("roles", {}).items()},
         "errors": [e.get("code") for e in report.get("errors", [])],
+        "bad_replies": sum(1 for e in report.get("errors", []) if e.get("code") in BAD_REPLY),
         "changed_files": report.get("changed_files", []),
     }
 
@@ -128,6 +135,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "verified": sum(1 for r in runs if r.get("verified")),
         "calls": calls,
         "valid_call_rate": round(valid / calls, 3) if calls else None,
+        "bad_replies": sum(r.get("bad_replies", 0) for r in runs),
         "wall_s_median": round(statistics.median(walls), 1),
         "wall_s_max": round(max(walls), 1),
         "over_goal": sum(1 for w in walls if w > GOAL_WALL_S),
@@ -147,6 +155,12 @@ def main() -> int:
     parser.add_argument("--project", choices=sorted(PROJECTS), action="append")
     parser.add_argument("--mode", choices=["on", "off"], action="append")
     parser.add_argument("--detail", action="store_true", help="print every run's figures")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=modelserver.DEFAULT_THREADS,
+        help="llama.cpp threads (default 2; 1 holds up better on a machine others load)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the runs' folders here (default: none)")
     args, _ = parser.parse_known_args()  # nox passes the same arguments to every bench
     problem = modelserver.model_requirements_missing() or "; ".join(harness.check_prerequisites())
@@ -159,7 +173,7 @@ def main() -> int:
     details: dict[str, dict[str, Any]] = {}
     with (
         _folder(args.keep) as tmp,
-        modelserver.serve_model(log_dir=Path(tmp)) as server,
+        modelserver.serve_model(log_dir=Path(tmp), threads=args.threads) as server,
     ):
         for project in projects:
             for mode in modes:
@@ -175,6 +189,7 @@ def main() -> int:
         "bench": "model_guided",
         "model": "SmolLM2-135M-Instruct Q4_1 via llama.cpp (llama-cpp-python 0.3.36)",
         "max_seconds": MAX_SECONDS,
+        "threads": args.threads,
         "results": results,
         "goal": "demo verified in >= 1 of 5 runs; every run <= 180 s to its verdict",
         "demo_verified_goal_met": any(m["verified"] >= 1 for m in demo.values()) if demo else None,

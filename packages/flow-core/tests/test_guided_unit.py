@@ -57,6 +57,16 @@ def test_a_small_file_bounds_read_lines_and_edit_old_text_to_its_own_lines(tmp_p
     ]
 
 
+def test_lines_and_paths_with_a_quote_or_backslash_are_never_allowed_values(tmp_path: Path) -> None:
+    # llama-cpp-python 0.3.36 turns such a value into a grammar that does not parse.
+    text = 'def f():\n    """Doc."""\n    return "a"\n    s = 1  # \\n\n    return 2\n'
+    choices = _choices(tmp_path, {"m.py": text, 'q"x.py': "x = 1\n", "b\\x.py": "y = 1\n"})
+    (edit,) = choices["edit_file"]
+    assert edit["old_text"]["enum"] == ["def f():", "    return 2"]
+    assert [c["path"]["const"] for c in choices["read_file"]] == ["m.py"]
+    assert choices["outline"][0]["path"]["enum"] == ["m.py"]
+
+
 def test_files_past_the_line_caps_share_one_choice_with_free_arguments(tmp_path: Path) -> None:
     files = {f"f{i:02d}.py": f"x = {i}\n" for i in range(MAX_LINE_FILES)}
     files["big.py"] = "a = 1\n" * (MAX_GUIDED_LINES + 1)

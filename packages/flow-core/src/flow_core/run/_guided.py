@@ -74,14 +74,15 @@ def guided_format(schemas: Sequence[Mapping[str, Any]], workspace: Workspace) ->
     Built from the workspace as it is now, so it is rebuilt for each request (an edit changes
     the lines). Where the workspace has at most ``MAX_GUIDED_FILES`` files: ``list_files``'s
     ``path`` is ``""`` or a folder holding files, and ``outline``'s ``path`` is one of the
-    files. Up to ``MAX_LINE_FILES`` small text files (``MAX_GUIDED_LINES`` lines in all) get
-    a choice of their own for ``read_file`` (``start_line``/``end_line`` from 1 to the
-    file's line count) and ``edit_file`` (``old_text`` one of the lines that occur exactly
-    once in that file, without its line ending; a file with no such line is not bound); the
-    other files share one choice whose ``path`` is one of them and whose other arguments are
-    as the tool's schema says.
+    files (a path holding ``"`` or ``\\`` is left out everywhere: ``_grammar_safe``). Up to
+    ``MAX_LINE_FILES`` small text files (``MAX_GUIDED_LINES`` lines in all) get a choice of
+    their own for ``read_file`` (``start_line``/``end_line`` from 1 to the file's line
+    count) and ``edit_file`` (``old_text`` one of the lines that occur exactly once in that
+    file, without its line ending and holding neither ``"`` nor ``\\``; a file with no such
+    line is not bound); the other files share one choice whose ``path`` is one of them and
+    whose other arguments are as the tool's schema says.
     """
-    files = list(workspace.walk(".", limit=MAX_GUIDED_FILES + 1))
+    files = [p for p in workspace.walk(".", limit=MAX_GUIDED_FILES + 1) if _grammar_safe(p)]
     listed = files if len(files) <= MAX_GUIDED_FILES else []
     texts = _file_texts(workspace, listed)
     choices: list[dict[str, Any]] = []
@@ -127,10 +128,22 @@ def _per_file(name: str, params: dict[str, Any], path: str, text: str) -> dict[s
         fixed.update({k: numbers for k in ("start_line", "end_line") if k in props})
         return _with(params, **fixed)
     # A line that occurs once as a line may still occur twice as text (edit_ambiguous).
-    once = [line for line in dict.fromkeys(lines) if line.strip() and text.count(line) == 1]
+    once = [
+        line
+        for line in dict.fromkeys(lines)
+        if line.strip() and text.count(line) == 1 and _grammar_safe(line)
+    ]
     if not once or "old_text" not in props:
         return None  # the file joins the shared choice, with any old text
     return _with(params, **fixed, old_text={"type": "string", "enum": once})
+
+
+def _grammar_safe(value: str) -> bool:
+    """Whether ``value`` can be an allowed value of the schema on every server: llama-cpp-python
+    0.3.36's schema-to-grammar converter leaves the backslash JSON puts before ``"`` and ``\\``
+    unescaped, so a value holding either makes a grammar that does not parse, and the server
+    drops the request (measured on the demo's docstring lines)."""
+    return '"' not in value and "\\" not in value
 
 
 def _with(params: dict[str, Any], **properties: Any) -> dict[str, Any]:
