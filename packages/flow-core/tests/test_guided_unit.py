@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from flow_core import ChatResponse
+from flow_core import ChatResponse, ToolCall
 from flow_core.run._guided import (
     MAX_GUIDED_FILES,
     MAX_GUIDED_LINES,
@@ -21,18 +21,23 @@ from flow_core.tools._schemas import TOOL_SCHEMAS
 from flow_safeio import Workspace
 
 
-def _choices(tmp_path: Path, files: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
-    """The guided schema's argument schemas by tool name, for a workspace holding ``files``."""
+def _choices(
+    tmp_path: Path, files: dict[str, str], done: tuple[ToolCall, ...] = ()
+) -> dict[str, list[dict[str, Any]]]:
+    """The guided schema's argument schemas by tool name, for a workspace holding ``files``
+    (each tool's ``required`` list under the key ``"required"``)."""
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     with Workspace(tmp_path) as ws:
-        schema = guided_format(list(TOOL_SCHEMAS.values()), ws)
+        schema = guided_format(list(TOOL_SCHEMAS.values()), ws, done)
     out: dict[str, list[dict[str, Any]]] = {}
     for choice in schema["anyOf"]:
         props = choice["properties"]
         if "tool" in props:
-            out.setdefault(props["tool"]["const"], []).append(props["arguments"]["properties"])
+            args = props["arguments"]
+            entry = {**args["properties"], "required": args.get("required", [])}
+            out.setdefault(props["tool"]["const"], []).append(entry)
     return out
 
 
@@ -65,6 +70,24 @@ def test_lines_and_paths_with_a_quote_or_backslash_are_never_allowed_values(tmp_
     assert edit["old_text"]["enum"] == ["def f():", "    return 2"]
     assert [c["path"]["const"] for c in choices["read_file"]] == ["m.py"]
     assert choices["outline"][0]["path"]["enum"] == ["m.py"]
+
+
+def test_a_call_already_made_since_the_last_write_is_not_offered_again(tmp_path: Path) -> None:
+    files = {"m.py": "x = 1\n", "pkg/n.py": "y = 2\n"}
+    done = (
+        ToolCall("1", "list_files", {}),
+        ToolCall("2", "outline", {"path": "m.py"}),
+        ToolCall("3", "read_file", {"path": "m.py"}),
+        ToolCall("4", "read_file", {"path": "pkg/n.py", "start_line": 1}),
+    )
+    choices = _choices(tmp_path, files, done)
+    assert [c["path"] for c in choices["list_files"]] == [{"type": "string", "enum": ["pkg"]}]
+    assert choices["outline"][0]["path"]["enum"] == ["pkg/n.py"]
+    reads = {c["path"]["const"]: c["required"] for c in choices["read_file"]}
+    assert reads == {"m.py": ["path", "start_line"], "pkg/n.py": ["path"]}
+    # Nothing left to list: the choice goes.
+    more = (*done, ToolCall("5", "list_files", {"path": "pkg/"}))
+    assert "list_files" not in _choices(tmp_path, files, more)
 
 
 def test_files_past_the_line_caps_share_one_choice_with_free_arguments(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ from flow_core.verify._results import is_weak
 from flow_core.verify._suppress import added_suppressions
 
 if TYPE_CHECKING:
+    from flow_core._protocols import ToolCall
     from flow_core._report import ReportStatus
     from flow_core.config import FlowConfig
     from flow_core.run._run import Run
@@ -184,7 +185,7 @@ class RunDriver:
 
     def _guided(
         self, model: str, options: Mapping[str, Any], toolbox: ToolBox
-    ) -> Callable[[], dict[str, Any]] | None:
+    ) -> Callable[[Sequence[ToolCall]], dict[str, Any]] | None:
         """What builds the guided reply schema of each request of a role with tools, or None
         (``run/_guided.py``): the
         ``guided`` option ``on``, or ``auto`` and the server passed the probe (once per run

@@ -68,8 +68,11 @@ _LINE_TOOLS = frozenset({"read_file", "edit_file"})
 PROBE_VALUE = "flow-guided-probe-4f1c"
 
 
-def guided_format(schemas: Sequence[Mapping[str, Any]], workspace: Workspace) -> dict[str, Any]:
-    """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``.
+def guided_format(
+    schemas: Sequence[Mapping[str, Any]], workspace: Workspace, done: Sequence[ToolCall] = ()
+) -> dict[str, Any]:
+    """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``,
+    after the calls ``done`` succeeded since the role's last write.
 
     Built from the workspace as it is now, so it is rebuilt for each request (an edit changes
     the lines). Where the workspace has at most ``MAX_GUIDED_FILES`` files: ``list_files``'s
@@ -81,6 +84,11 @@ def guided_format(schemas: Sequence[Mapping[str, Any]], workspace: Workspace) ->
     file, without its line ending and holding neither ``"`` nor ``\\``; a file with no such
     line is not bound); the other files share one choice whose ``path`` is one of them and
     whose other arguments are as the tool's schema says.
+
+    A call in ``done`` is not offered again (its result is in the context and would be the
+    same): a folder already listed or a file already outlined leaves the enum (the tool's
+    choice goes when none is left), and a file already read without a range must be read
+    from a ``start_line`` (``_drop_done``).
     """
     files = [p for p in workspace.walk(".", limit=MAX_GUIDED_FILES + 1) if _grammar_safe(p)]
     listed = files if len(files) <= MAX_GUIDED_FILES else []
@@ -90,9 +98,29 @@ def guided_format(schemas: Sequence[Mapping[str, Any]], workspace: Workspace) ->
         function = schema.get("function", {})
         name = str(function.get("name", ""))
         params = dict(function.get("parameters") or {"type": "object", "properties": {}})
-        choices.extend(_call(name, p) for p in _arguments(name, params, listed, texts))
+        for args in _arguments(name, params, listed, texts):
+            kept = _drop_done(name, args, done)
+            if kept is not None:
+                choices.append(_call(name, kept))
     choices.append(_object({"answer": {"type": "string"}}))
     return {"anyOf": choices}
+
+
+def _drop_done(name: str, args: dict[str, Any], done: Sequence[ToolCall]) -> dict[str, Any] | None:
+    """``args`` without the calls of ``done`` (None: the choice allows nothing new)."""
+    same = [c.arguments for c in done if c.name == name and isinstance(c.arguments, Mapping)]
+    path = (args.get("properties") or {}).get("path") or {}
+    if not same or not isinstance(path, Mapping):
+        return args
+    if name in ("list_files", "outline") and "enum" in path:
+        seen = {str(a.get("path") or "").strip("/") for a in same}
+        left = [p for p in path["enum"] if p.strip("/") not in seen]
+        return _with(args, path={**path, "enum": left}) if left else None
+    whole = {a.get("path") for a in same if not ({"start_line", "end_line"} & set(a))}
+    if name == "read_file" and path.get("const") in whole:
+        required = sorted({*args.get("required", []), "start_line"})
+        return {**args, "required": required}
+    return args
 
 
 def _call(name: str, params: dict[str, Any]) -> dict[str, Any]:

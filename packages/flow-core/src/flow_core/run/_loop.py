@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,7 +66,8 @@ class RoleSpec:
         tools: False when the model cannot receive tool definitions
             (``ChatBackend.tool_definitions_reach``): none is sent and none can be called.
         guided: builds the reply schema of guided tool calls for each request, from the
-            workspace as it is then (``run/_guided.py``), or None.
+            workspace as it is then and the calls that succeeded since the last write
+            (``run/_guided.py``), or None.
     """
 
     role: Role
@@ -78,7 +79,7 @@ class RoleSpec:
     response_format: Mapping[str, Any] | None = None
     options: Mapping[str, Any] | None = None
     tools: bool = True
-    guided: Callable[[], Mapping[str, Any]] | None = None
+    guided: Callable[[Sequence[ToolCall]], Mapping[str, Any]] | None = None
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
@@ -168,7 +169,9 @@ class RoleLoop:
     def query(self, turn: int) -> ChatResponse:
         """One model request (``_ask``) and the tokens the server counted for it."""
         spec = self.spec
-        response = _ask(self.state, self.backend, self.ctx, spec, turn)
+        guided = spec.guided
+        reply_format = spec.response_format if guided is None else guided(self.watch.done())
+        response = _ask(self.state, self.backend, self.ctx, spec, turn, reply_format=reply_format)
         usage = self.usage
         usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
         usage.prompt_tokens += response.prompt_tokens or 0
@@ -353,7 +356,13 @@ def _record_changes(usage: RoleUsage, ctx: Context, *, turn: int, cycle: int | N
 
 
 def _ask(
-    state: RunState, backend: ChatBackend, ctx: Context, spec: RoleSpec, turn: int
+    state: RunState,
+    backend: ChatBackend,
+    ctx: Context,
+    spec: RoleSpec,
+    turn: int,
+    *,
+    reply_format: Mapping[str, Any] | None,
 ) -> ChatResponse:
     """One model request, abandoned as soon as the run is asked to stop (time in ``model_ms``),
     with progress events around it.
@@ -388,7 +397,7 @@ def _ask(
         spec.model,
         list(ctx.messages),
         tools=spec.schemas,
-        format=spec.response_format if spec.guided is None else spec.guided(),
+        format=reply_format,
         options=spec.options,
     )
     started = time.perf_counter()

@@ -112,6 +112,7 @@ class StallWatch:
     max_idle_turns: int
     _texts: dict[str, frozenset[str]] = field(init=False)
     _seen: Counter[str] = field(init=False, default_factory=Counter)
+    _done: list[ToolCall] = field(init=False, default_factory=list)
     _idle: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
@@ -163,8 +164,11 @@ class StallWatch:
             if ok and self._seen[sig] == 0:
                 progress = True
             self._seen[sig] += 1
+            if ok:
+                self._done.append(call)
             if ok and call.name in _WRITES:
                 self._seen.clear()
+                self._done.clear()
         self._idle = 0 if progress else self._idle + 1
         if self._idle < self.max_idle_turns:
             return None
@@ -173,6 +177,11 @@ class StallWatch:
             f"{self._idle} turns in a row ran no new successful tool call and gave no answer "
             "(agent.max_idle_turns), so the role ends",
         )
+
+    def done(self) -> tuple[ToolCall, ...]:
+        """The calls that succeeded since the role's last write (their results are in the
+        context and would not differ): guided replies offer none of them again."""
+        return tuple(self._done)
 
     def _echo(self, call: ToolCall) -> str | None:
         texts = self._texts.get(call.name, frozenset())
