@@ -313,17 +313,9 @@ def run_server(
     Returns:
         The exit code: 0, 1, 2 or 130 (see the module docstring).
     """
-    if not EDITOR_TIMEOUT_MIN <= options.editor_timeout <= EDITOR_TIMEOUT_MAX:
-        _err(
-            f"--editor-timeout must be between {EDITOR_TIMEOUT_MIN} and "
-            f"{EDITOR_TIMEOUT_MAX:g} seconds, not {options.editor_timeout:g} [usage_error]"
-        )
-        return EXIT_USAGE
-    if options.max_result_chars < MIN_MAX_RESULT_CHARS:
-        _err(
-            f"--max-result-chars must be at least {MIN_MAX_RESULT_CHARS}, "
-            f"not {options.max_result_chars} [usage_error]"
-        )
+    problem = _option_problem(options)
+    if problem is not None:
+        _err(problem)
         return EXIT_USAGE
     try:
         loaded = load_config(
@@ -334,29 +326,16 @@ def run_server(
         return EXIT_USAGE
     workspace = str(loaded.config.workspace_dir)
 
-    bridge: EditorBridge | None = None
-    if options.nvim_socket:
-        try:
-            bridge = _connect_editor(options.nvim_socket, options, workspace)
-        except FlowError as err:
-            _err(f"editor bridge error: {err.message} [{err.code}]")
-            return EXIT_USAGE
-        except Exception as err:  # a bridge that fails in an unplanned way still stops here
-            _err(f"editor bridge error: {type(err).__name__}: {err} [editor_unavailable]")
-            return EXIT_USAGE
+    try:
+        bridge = _editor(options, workspace)
+    except _EditorRefused as refused:
+        _err(str(refused))
+        return EXIT_USAGE
 
     if stdin_fd is not None or stdout_fd is not None:
         in_fd = 0 if stdin_fd is None else stdin_fd
         out_fd = 1 if stdout_fd is None else stdout_fd
-        return _serve(
-            options,
-            loaded,
-            bridge,
-            workspace=workspace,
-            in_fd=in_fd,
-            out_fd=out_fd,
-            handle_signals=handle_signals,
-        )
+        return _serve(options, loaded, bridge, fds=(in_fd, out_fd), handle_signals=handle_signals)
     _hint_when_typed_at()
     with StdioTakeover(stdin=True) as stdio:
         if 1 in stdio.closed_at_start:
@@ -368,11 +347,46 @@ def run_server(
             options,
             loaded,
             bridge,
-            workspace=workspace,
-            in_fd=stdio.stdin_fd,
-            out_fd=stdio.stdout_fd,
+            fds=(stdio.stdin_fd, stdio.stdout_fd),
             handle_signals=handle_signals,
         )
+
+
+def _option_problem(options: ServerOptions) -> str | None:
+    """The usage error line for an option out of its bounds, else None."""
+    if not EDITOR_TIMEOUT_MIN <= options.editor_timeout <= EDITOR_TIMEOUT_MAX:
+        return (
+            f"--editor-timeout must be between {EDITOR_TIMEOUT_MIN} and "
+            f"{EDITOR_TIMEOUT_MAX:g} seconds, not {options.editor_timeout:g} [usage_error]"
+        )
+    if options.max_result_chars < MIN_MAX_RESULT_CHARS:
+        return (
+            f"--max-result-chars must be at least {MIN_MAX_RESULT_CHARS}, "
+            f"not {options.max_result_chars} [usage_error]"
+        )
+    return None
+
+
+class _EditorRefused(Exception):
+    """The editor bridge could not be attached; the message is the line for stderr."""
+
+
+def _editor(options: ServerOptions, workspace: str) -> EditorBridge | None:
+    """The editor bridge ``--nvim-socket`` names, attached; None without the option.
+
+    Raises:
+        _EditorRefused: with the stderr line naming the code.
+    """
+    if not options.nvim_socket:
+        return None
+    try:
+        return _connect_editor(options.nvim_socket, options, workspace)
+    except FlowError as err:
+        raise _EditorRefused(f"editor bridge error: {err.message} [{err.code}]") from err
+    except Exception as err:  # a bridge that fails in an unplanned way still stops here
+        raise _EditorRefused(
+            f"editor bridge error: {type(err).__name__}: {err} [editor_unavailable]"
+        ) from err
 
 
 def _serve(
@@ -380,12 +394,13 @@ def _serve(
     loaded: LoadedConfig,
     bridge: EditorBridge | None,
     *,
-    workspace: str,
-    in_fd: int,
-    out_fd: int,
+    fds: tuple[int, int],
     handle_signals: bool,
 ) -> int:
-    """Build the runtime and serve one session on ``in_fd``/``out_fd`` (see run_server)."""
+    """Build the runtime and serve one session on ``fds`` (frames in, frames out; see
+    run_server)."""
+    in_fd, out_fd = fds
+    workspace = str(loaded.config.workspace_dir)
     writer = FrameWriter(out_fd)
     relay = ProgressRelay(writer.send)
     try:

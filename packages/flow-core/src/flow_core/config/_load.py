@@ -185,6 +185,37 @@ def _apply_overrides(
                 origin[f"models.{role}"] = "--model"
 
 
+def _config_files(config_file: str | Path | None, env: Mapping[str, str]) -> list[Path]:
+    """The files to read, in order: the user file when it exists, then ``config_file``.
+
+    Raises:
+        ConfigError: ``config_not_found`` for a user path that is not a file, or an explicit
+            file that is missing or not a file.
+    """
+    files: list[Path] = []
+    user = user_config_path(env)
+    if user.exists():
+        if not user.is_file():
+            raise ConfigError(
+                f"{user}: the user config path exists but is not a file; "
+                "fix: remove it or make it a TOML file",
+                code="config_not_found",
+            )
+        files.append(Path(os.path.abspath(user)))
+    if config_file is not None:
+        explicit = Path(os.path.abspath(config_file))
+        if not explicit.is_file():
+            what = "is not a file" if explicit.exists() else "does not exist"
+            raise ConfigError(
+                f"{explicit}: the config file given with --config {what}; "
+                "fix: pass the path of an existing operator TOML file",
+                code="config_not_found",
+            )
+        if not any(os.path.samefile(explicit, f) for f in files):
+            files.append(explicit)
+    return files
+
+
 def load_config(
     *,
     config_file: str | Path | None = None,
@@ -216,27 +247,7 @@ def load_config(
             ``config_file`` inside the workspace or writable by others.
     """
     env = os.environ if environ is None else environ
-    files: list[Path] = []
-    user = user_config_path(env)
-    if user.exists():
-        if not user.is_file():
-            raise ConfigError(
-                f"{user}: the user config path exists but is not a file; "
-                "fix: remove it or make it a TOML file",
-                code="config_not_found",
-            )
-        files.append(Path(os.path.abspath(user)))
-    if config_file is not None:
-        explicit = Path(os.path.abspath(config_file))
-        if not explicit.is_file():
-            what = "is not a file" if explicit.exists() else "does not exist"
-            raise ConfigError(
-                f"{explicit}: the config file given with --config {what}; "
-                "fix: pass the path of an existing operator TOML file",
-                code="config_not_found",
-            )
-        if not any(os.path.samefile(explicit, f) for f in files):
-            files.append(explicit)
+    files = _config_files(config_file, env)
 
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
