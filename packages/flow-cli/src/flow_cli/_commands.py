@@ -224,30 +224,27 @@ def run_report_command(
         The exit code (see ``exit_code_for``; 2 for configuration and trust errors).
     """
     interrupts = _Interrupts()
+    request = _Request(kind, name, task, isolate, allow_failing_baseline)
     with StdoutGuard() as out, interrupts.signals.installed():
-        code, report = _produce(
-            kind,
-            opts,
-            interrupts,
-            name=name,
-            task=task,
-            isolate=isolate,
-            allow_failing_baseline=allow_failing_baseline,
-        )
+        code, report = _produce(request, opts, interrupts)
         out.emit(report.to_json())
     return code
 
 
-def _produce(
-    kind: ReportKind,
-    opts: CommonOptions,
-    interrupts: _Interrupts,
-    *,
-    name: str | None,
-    task: str | None,
-    isolate: bool | None = None,
-    allow_failing_baseline: bool = False,
-) -> tuple[int, Report]:
+@dataclasses.dataclass(frozen=True)
+class _Request:
+    """One report command as asked (see ``run_report_command`` for the fields)."""
+
+    kind: ReportKind
+    name: str | None = None
+    task: str | None = None
+    isolate: bool | None = None
+    allow_failing_baseline: bool = False
+
+
+def _produce(request: _Request, opts: CommonOptions, interrupts: _Interrupts) -> tuple[int, Report]:
+    """The command's exit code and report; every failure still gives one report."""
+    kind = request.kind
     runtime: Runtime | None = None
     progress = None
     try:
@@ -266,10 +263,10 @@ def _produce(
                 runtime = build_runtime(
                     opts,
                     on_event=progress.on_event if progress else None,
-                    allow_failing_baseline=allow_failing_baseline,
+                    allow_failing_baseline=request.allow_failing_baseline,
                 )
                 interrupts.runtime = runtime
-                report = _work(runtime, kind, opts, progress, name=name, task=task, isolate=isolate)
+                report = _work(runtime, request, opts, progress)
         except FlowError as err:
             say(f"{err.message} [{err.code}]")
             report = error_report(kind, err.code, err.message, opts=opts, runtime=runtime)
@@ -277,21 +274,7 @@ def _produce(
         finally:
             if progress is not None:
                 progress.stop()
-        _warn_unjailed(report)
-        if interrupts.count and report.status != "interrupted":
-            report = report.model_copy(update={"status": "interrupted", "ok": False})
-        if report.status == "interrupted":
-            say("interrupted; check process groups were killed [interrupted]")
-        elif not report.ok:
-            _explain(report)
-        if kind == "run":
-            from flow_cli._leftover import leftover_lines
-            from flow_cli._summary import clean
-
-            for warning in report.warnings:  # what the baseline check run found
-                say(clean(f"warning: {warning.message} [{warning.code}]"))
-            for line in leftover_lines(report):
-                say(line)
+        report = _finish(kind, report, interrupts)
         return exit_code_for(report), report
     except KeyboardInterrupt:
         if runtime is not None:
@@ -318,19 +301,34 @@ def _produce(
             close_quietly(runtime)
 
 
+def _finish(kind: ReportKind, report: Report, interrupts: _Interrupts) -> Report:
+    """The report as printed, once the command's lines went to stderr: the unjailed
+    warning, interrupted or why not ok, and after a run the baseline warnings and leftovers."""
+    _warn_unjailed(report)
+    if interrupts.count and report.status != "interrupted":
+        report = report.model_copy(update={"status": "interrupted", "ok": False})
+    if report.status == "interrupted":
+        say("interrupted; check process groups were killed [interrupted]")
+    elif not report.ok:
+        _explain(report)
+    if kind == "run":
+        from flow_cli._leftover import leftover_lines
+        from flow_cli._summary import clean
+
+        for warning in report.warnings:  # what the baseline check run found
+            say(clean(f"warning: {warning.message} [{warning.code}]"))
+        for line in leftover_lines(report):
+            say(line)
+    return report
+
+
 def _work(
-    runtime: Runtime,
-    kind: ReportKind,
-    opts: CommonOptions,
-    progress: LiveProgress | None,
-    *,
-    name: str | None,
-    task: str | None,
-    isolate: bool | None,
+    runtime: Runtime, request: _Request, opts: CommonOptions, progress: LiveProgress | None
 ) -> Report:
     """``check`` or ``run`` on a built runtime (trust first, then the hints, then the work)."""
     from flow_core import NotTrustedError
 
+    kind = request.kind
     if kind == "check" and not opts.trusted:
         raise NotTrustedError(
             "flow check runs the configured checks, which execute project code; "
@@ -340,8 +338,8 @@ def _work(
     if progress is not None:
         progress.start()
     if kind == "check":
-        return runtime.check(name)
-    return runtime.run(task or "", isolate=isolate)
+        return runtime.check(request.name)
+    return runtime.run(request.task or "", isolate=request.isolate)
 
 
 def _warn_unjailed(report: Report) -> None:

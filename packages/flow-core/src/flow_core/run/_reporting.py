@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from flow_core.__about__ import __version__
 from flow_core._protocols import ROLES
@@ -22,7 +22,7 @@ from flow_core._report import (
 from flow_core.verify._results import effective_results, is_weak
 
 if TYPE_CHECKING:
-    from flow_core.config import FlowConfig
+    from flow_core.config import AgentConfig, FlowConfig
     from flow_core.run._changes import ChangeTracker
     from flow_core.run._evidence import RunEvidence
     from flow_core.run._state import RunState
@@ -98,22 +98,31 @@ def _sandbox(config: FlowConfig) -> SandboxStatus:
     return sandbox_status(config.sandbox)
 
 
-def build_report(
-    kind: str,
-    status: ReportStatus,
-    *,
-    ok: bool,
-    config: FlowConfig,
-    trusted: bool,
-    sources: Sequence[str],
-    state: RunState,
-    changes: ChangeTracker,
-    evidence: RunEvidence | None = None,
-) -> Report:
+class ReportParts(Protocol):
+    """What a report is made of: the run's config and flags, state, changes and evidence
+    (``run/_run.Run`` has them all)."""
+
+    @property
+    def config(self) -> FlowConfig: ...
+    @property
+    def trusted(self) -> bool: ...
+    @property
+    def sources(self) -> Sequence[str]: ...
+    @property
+    def state(self) -> RunState: ...
+    @property
+    def changes(self) -> ChangeTracker: ...
+    @property
+    def evidence(self) -> RunEvidence | None: ...
+
+
+def build_report(kind: str, status: ReportStatus, *, ok: bool, run: ReportParts) -> Report:
     """The report of a check run (``kind="check"``) or a run (``kind="run"``).
 
     For a run, ``ok`` is ``verified``: status ``"verified"`` and a verified verdict.
     """
+    config, trusted, sources = run.config, run.trusted, run.sources
+    state, changes, evidence = run.state, run.changes, run.evidence
     total = (time.perf_counter() - state.t0) * 1000.0
     is_run = kind == "run"
     verified = bool(
@@ -122,7 +131,6 @@ def build_report(
         and state.verification is not None
         and state.verification.verified
     )
-    agent = config.agent
     diff = changes.diff() if is_run and changes.pre else ""
     if is_run and evidence is not None and evidence.outside:
         diff += evidence.diff(changes.read_disk)
@@ -154,25 +162,30 @@ def build_report(
         tree=evidence.tree if evidence is not None and is_run else None,
         roles=dict(state.roles),
         tool_calls=list(state.ledger.records),
-        budgets=Budgets(
-            iterations=Budget(used=state.max_turns, limit=agent.max_iterations),
-            cycles=Budget(used=state.cycles, limit=agent.max_cycles),
-            tool_calls=Budget(used=state.ledger.used, limit=agent.max_tool_calls),
-            context_chars=Budget(
-                used=state.max_context,
-                limit=agent.max_context_chars
-                if state.context_limit is None
-                else state.context_limit,
-            ),
-        )
-        if is_run
-        else None,
+        budgets=_budgets(state, config.agent) if is_run else None,
         errors=list(state.errors),
         sandbox=_sandbox(config),
-        timings=Timings(
-            total_ms=total,
-            model_ms=state.model_ms,
-            checks_ms=state.checks_ms,
-            flow_ms=max(0.0, total - state.model_ms - state.checks_ms),
-        ),
+        timings=_timings(state, total),
+    )
+
+
+def _budgets(state: RunState, agent: AgentConfig) -> Budgets:
+    """Each budget's use against the limit enforced (the context limit the largest request
+    was sent under, when one was derived from the window)."""
+    context_limit = agent.max_context_chars if state.context_limit is None else state.context_limit
+    return Budgets(
+        iterations=Budget(used=state.max_turns, limit=agent.max_iterations),
+        cycles=Budget(used=state.cycles, limit=agent.max_cycles),
+        tool_calls=Budget(used=state.ledger.used, limit=agent.max_tool_calls),
+        context_chars=Budget(used=state.max_context, limit=context_limit),
+    )
+
+
+def _timings(state: RunState, total: float) -> Timings:
+    """Where the run's ``total`` milliseconds went: the model, the checks, Flow itself."""
+    return Timings(
+        total_ms=total,
+        model_ms=state.model_ms,
+        checks_ms=state.checks_ms,
+        flow_ms=max(0.0, total - state.model_ms - state.checks_ms),
     )

@@ -222,17 +222,7 @@ class Run:
 
     def report(self, kind: str, status: ReportStatus, *, ok: bool) -> Report:
         """The run's report as it stands (``run/_reporting.build_report``)."""
-        return build_report(
-            kind,
-            status,
-            ok=ok,
-            config=self.config,
-            trusted=self.trusted,
-            sources=self.sources,
-            state=self.state,
-            changes=self.changes,
-            evidence=self.evidence,
-        )
+        return build_report(kind, status, ok=ok, run=self)
 
     # -- the parts that act for the run ---------------------------------------------------------
 
