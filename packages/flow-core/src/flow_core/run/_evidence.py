@@ -21,7 +21,6 @@ before any test ran, and a check can write files Flow never sees. So, per run:
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from flow_core.verify._junit import (
     read_junit,
 )
 from flow_core.verify._results import effective_results, results_argv
+from flow_core.verify._scratch import make_scratch, remove_scratch
 from flow_core.verify._toolfiles import ROOT_PROTECTED
 
 if TYPE_CHECKING:
@@ -77,6 +77,11 @@ class Prepared:
     results_path: str | None = None
     folder: str | None = None
 
+    def discard(self) -> None:
+        """Remove the results folder (``verify/_scratch.py``); again is harmless."""
+        if self.folder is not None:
+            remove_scratch(self.folder)
+
 
 def _inside(path: str, root: Path) -> bool:
     roots = {os.path.normpath(root), os.path.realpath(root)}
@@ -88,8 +93,9 @@ def prepare(check: CheckConfig, workspace: Path) -> Prepared:
     """Give a check with test results (``verify/_results.py``) a path in a new private
     folder outside the workspace: its ``{junit_xml}`` filled, or pytest's ``--junitxml``.
 
-    The folder is made by ``tempfile.mkdtemp`` (mode 0700); when the temp directory lies in
-    the workspace, ``/tmp`` is used instead.
+    The folder is made by ``verify/_scratch.make_scratch`` (mode 0700; removed by
+    ``Prepared.discard``, which ``Run.run_check`` calls whatever way the check ended); when
+    the temp directory lies in the workspace, ``/tmp`` is used instead.
 
     Returns:
         The check unchanged when Flow reads no results from it; otherwise a copy whose argv
@@ -97,10 +103,10 @@ def prepare(check: CheckConfig, workspace: Path) -> Prepared:
     """
     if effective_results(check) is None:
         return Prepared(check)
-    folder = tempfile.mkdtemp(prefix="flow-results-")
-    if _inside(folder, workspace):
-        os.rmdir(folder)
-        folder = tempfile.mkdtemp(prefix="flow-results-", dir="/tmp")
+    base = tempfile.gettempdir()
+    if _inside(base, workspace):
+        base = "/tmp"  # noqa: S108 - the temp folder lies inside the workspace
+    folder = make_scratch("flow-results-", base)
     path = os.path.join(folder, "junit.xml")
     cmd = results_argv(check, path)
     return Prepared(check.model_copy(update={"cmd": cmd}), path, folder)
@@ -123,8 +129,7 @@ def _collect(prepared: Prepared) -> tuple[JUnitResults | None, str | None]:
     except JUnitError as err:
         return None, str(err)
     finally:
-        if prepared.folder is not None:
-            shutil.rmtree(prepared.folder, ignore_errors=True)
+        prepared.discard()
 
 
 @dataclass

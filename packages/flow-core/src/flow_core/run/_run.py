@@ -24,7 +24,7 @@ from flow_core._protocols import ChatBackend, EditorBridge, Event, EventSink, Ro
 from flow_core._report import CheckResult, ErrorInfo, Report, ReportStatus
 from flow_core.run._baseline import BaselineGuard, baseline_check_names
 from flow_core.run._changes import ChangeTracker, sha256_hex
-from flow_core.run._evidence import RunEvidence, prepare
+from flow_core.run._evidence import Prepared, RunEvidence, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
 from flow_core.run._reporting import build_report
 from flow_core.run._state import Interrupted, RunState
@@ -237,28 +237,13 @@ class Run:
         state = self.state
         state.check_stop()
         prepared = prepare(self.config.checks[name], self.config.workspace_dir)
-        tree = self.evidence_tree(name, prepared.check) if baseline or evidence else None
-        state.emit(Event("check_started", cycle=cycle, name=name, baseline=baseline))
-        from flow_core.verify._checks import CheckScope, CheckWatch, run_check
-
-        result = run_check(
-            name,
-            prepared.check,
-            cwd=self.config.workspace_dir,
-            sandbox=self.config.sandbox,
-            scope=CheckScope(
-                protected=self.config.protected,
-                writable=() if prepared.folder is None else (prepared.folder,),
-                tree=tree,
-            ),
-            watch=CheckWatch(
-                editor=self.editor,
-                owner=self,
-                should_stop=lambda: state.stop,
-                on_start=self.journal.check_group,
-            ),
-        )
-        result = self.evidence.conclude(result, prepared, baseline=baseline)
+        try:  # the results folder goes whatever way the check ends (verify/_scratch.py)
+            tree = self.evidence_tree(name, prepared.check) if baseline or evidence else None
+            state.emit(Event("check_started", cycle=cycle, name=name, baseline=baseline))
+            result = self._run_prepared(name, prepared, tree)
+            result = self.evidence.conclude(result, prepared, baseline=baseline)
+        finally:
+            prepared.discard()
         if baseline:
             self.evidence.guard.add(result)
         else:
@@ -279,6 +264,30 @@ class Run:
         if result.status == "interrupted":
             state.stop = True
         return result
+
+    def _run_prepared(self, name: str, prepared: Prepared, tree: TreeSpec | None) -> CheckResult:
+        """``verify/_checks.run_check`` for this run: its sandbox, protected paths, results
+        folder, tree, editor and stop flag."""
+        from flow_core.verify._checks import CheckScope, CheckWatch, run_check
+
+        state = self.state
+        return run_check(
+            name,
+            prepared.check,
+            cwd=self.config.workspace_dir,
+            sandbox=self.config.sandbox,
+            scope=CheckScope(
+                protected=self.config.protected,
+                writable=() if prepared.folder is None else (prepared.folder,),
+                tree=tree,
+            ),
+            watch=CheckWatch(
+                editor=self.editor,
+                owner=self,
+                should_stop=lambda: state.stop,
+                on_start=self.journal.check_group,
+            ),
+        )
 
     def baseline(self) -> list[ErrorInfo]:
         """Before any model request: run the baseline checks once (``run/_baseline.py``),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ _MNT_DETACH = 0x2
 _PREFIX = "flow-disk-"
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     try:
         return ctypes.CDLL(None, use_errno=True)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from flow_core.config._sandbox import SandboxConfig
-from flow_core.verify._jail_root import SYSTEM, etc_binds, system_binds
+from flow_core.verify._jail_root import SYSTEM, etc_plan, system_binds
 
 __all__ = [
     "JAIL_HOME",
@@ -251,13 +252,15 @@ class JailLayout:
 @dataclass(frozen=True)
 class JailFds:
     """Descriptors bubblewrap reads: ``--info-fd``, ``--block-fd``, ``--seccomp``
-    (``verify/_seccomp.py``; -1: none) and the generated ``/etc/passwd`` and ``/etc/group``
-    (``_jail_root.data_fds`` of ``identity_files``)."""
+    (``verify/_seccomp.py``; -1: none), the generated ``/etc/passwd`` and ``/etc/group``
+    (``_jail_root.data_fds`` of ``identity_files``) and the ``/etc`` files copied into the
+    jail (``_jail_root.open_etc_files``: descriptor, path)."""
 
     info: int
     block: int
     seccomp: int = -1
     identity: Sequence[int] = ()
+    etc_files: Sequence[tuple[int, str]] = ()
 
 
 def bwrap_argv(
@@ -272,14 +275,19 @@ def bwrap_argv(
     The system folders, ``/etc``, ``/dev``, ``/proc``, the private ``/tmp`` and ``/dev/shm``
     and the toolchain the check needs (read-only); then ``_workspace_part``: the private
     ``HOME``, ``layout.tree`` at the workspace's path, the caches, the writable folders and
-    the read-only binds; then the ``setpriv`` prefix and the argv.
+    the read-only binds; then the jail's own root (bubblewrap's tmpfs, holding ``/etc`` and
+    the folders made) is made read-only, so a check writes only where a bound place lets
+    it; then the ``setpriv`` prefix and the argv.
     """
     who = layout.user
     out = [bwrap, *jail_flags(cfg.network, who), "--info-fd", str(fds.info)]
     out += ["--seccomp", str(fds.seccomp)] if fds.seccomp >= 0 else []
     out += ["--block-fd", str(fds.block), *system_binds(), "--dev", "/dev", "--proc", "/proc"]
-    made: set[str] = set()
-    out += etc_binds(cfg.network, made)
+    etc = etc_plan(cfg.network)
+    made = set(etc.made)
+    out += etc.options
+    for fd, path in fds.etc_files:
+        out += ["--perms", "0644", "--file", str(fd), path]
     for fd, name in zip(fds.identity, ("/etc/passwd", "/etc/group"), strict=False):
         out += ["--perms", "0644", "--ro-bind-data", str(fd), name]
     size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
@@ -296,7 +304,7 @@ def bwrap_argv(
         if path != "/" and not any(_under(path, s) for s in shown) and os.path.exists(path):
             shown.append(path)
             out += [*_open_parents(path, shown, made), "--ro-bind-try", path, path]
-    out += _workspace_part(layout, shown, made)
+    out += [*_workspace_part(layout, shown, made), "--remount-ro", "/"]
     return [*out, "--chdir", layout.workspace, "--", *who.prefix(), *layout.argv]
 
 
@@ -355,10 +363,18 @@ def _read_only_binds(workspace: str, protected: Sequence[str]) -> list[str]:
     bound: list[str] = []
     targets = {os.path.normpath(os.path.join(workspace, rel)) for rel in (".git", *protected)}
     for target in sorted(targets, key=len):
-        if not _under(target, workspace) or target == workspace or os.path.islink(target):
+        if not _under(target, workspace) or target == workspace:
             continue
-        if any(_under(target, b) for b in bound) or not os.path.exists(target):
+        if any(_under(target, b) for b in bound) or not _exists_not_link(target):
             continue
         bound.append(target)
         out += ["--ro-bind-try", target, target]
     return out
+
+
+def _exists_not_link(path: str) -> bool:
+    """One ``lstat``: ``path`` exists and is not a symbolic link."""
+    try:
+        return not stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:
+        return False

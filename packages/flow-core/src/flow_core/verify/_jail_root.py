@@ -9,8 +9,9 @@ what this module lists (``docs/architecture.md``, "Sandbox": sees only what it n
 - ``/etc`` with only what programs and libraries read to run: the dynamic linker's cache,
   name-service and time-zone files, certificate stores, toolchain configuration that ``/usr``
   points into (``alternatives``, ``python3*``, ``java-*``, ``perl``); ``resolv.conf`` only
-  when the check has the network. Password and group files are generated
-  (``identity_files``): root, the check's user and ``nobody``, nothing else;
+  when the check has the network. Its regular files are copies made for each check
+  (``--file``: no mount), its folders read-only binds. Password and group files are
+  generated (``identity_files``): root, the check's user and ``nobody``, nothing else;
 - ``/var/tmp`` as a link to the jail's private ``/tmp``, ``/etc/mtab`` as a link to the
   jail's own mount table.
 
@@ -23,12 +24,23 @@ Flatpak's bubblewrap profile (a runtime's ``/usr`` plus chosen ``/etc`` files an
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import pwd
+import stat
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["ETC", "SYSTEM", "etc_binds", "identity_files", "system_binds"]
+__all__ = [
+    "ETC",
+    "SYSTEM",
+    "EtcPlan",
+    "etc_plan",
+    "identity_files",
+    "open_etc_files",
+    "system_binds",
+]
 
 #: Top-level host folders of programs and libraries, shown read-only.
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -101,23 +113,56 @@ def _visible(path: str) -> bool:
     return False
 
 
-def etc_binds(network: bool, made: set[str]) -> list[str]:
-    """bubblewrap options making the jail's ``/etc`` from the host's chosen entries.
+@dataclass(frozen=True)
+class EtcPlan:
+    """The jail's ``/etc`` (``etc_plan``).
+
+    Attributes:
+        options: bubblewrap options in order: ``/etc`` and the folders above each entry
+            (``0755``), links kept as links, folders bound read-only, ``/etc/mtab``.
+        files: host files copied into the jail's ``/etc`` at the same path
+            (``open_etc_files``, then bubblewrap's ``--file``): a copy costs bubblewrap no
+            mount, where a bind costs it a mount, a read-only remount and a read of the
+            mount table each.
+        made: the folders ``options`` makes.
+    """
+
+    options: tuple[str, ...]
+    files: tuple[str, ...]
+    made: frozenset[str]
+
+
+#: ``etc_plan`` per ``(network, /etc's inode and mtime)``.
+_ETC_CACHE: dict[tuple[bool, int, int], EtcPlan] = {}
+
+
+def etc_plan(network: bool) -> EtcPlan:
+    """How the jail's ``/etc`` is made from the host's chosen entries.
 
     A symlink pointing into a shown system folder (``/etc/localtime``) stays a symlink, so
-    programs that read its target still can; any other entry is bound read-only (a link
-    elsewhere, such as ``resolv.conf`` into ``/run``, is followed). Parent folders are made
-    ``0755``: bubblewrap would make them ``0700``, closed to the check's user.
+    programs that read its target still can; a regular file (or a link to one elsewhere,
+    such as ``resolv.conf`` into ``/run``) is copied; a folder is bound read-only. Parent
+    folders are made ``0755``: bubblewrap would make them ``0700``, closed to the check's user.
+    Worked out once per process while ``/etc`` itself is unchanged (an entry added, removed
+    or replaced changes its mtime); the files are read again for every check.
 
     Args:
         network: whether ``NETWORK_ETC`` is shown too.
-        made: folders already made in the jail; updated.
-
-    Returns:
-        Options in order, starting with ``/etc`` itself and ending with ``/etc/mtab``.
     """
+    try:
+        st = os.stat("/etc")
+    except OSError:
+        return _etc_plan(network)
+    key = (network, st.st_ino, st.st_mtime_ns)
+    if key not in _ETC_CACHE:
+        _ETC_CACHE[key] = _etc_plan(network)
+    return _ETC_CACHE[key]
+
+
+def _etc_plan(network: bool) -> EtcPlan:
     out = ["--perms", "0755", "--dir", "/etc"]
-    made.add("/etc")
+    made = {"/etc"}
+    files: list[str] = []
     names = [*ETC, *(NETWORK_ETC if network else ())]
     for path in sorted({p for name in names for p in glob.glob(os.path.join("/etc", name))}):
         parent = os.path.dirname(path)
@@ -127,9 +172,43 @@ def etc_binds(network: bool, made: set[str]) -> list[str]:
         target = os.readlink(path) if os.path.islink(path) else None
         if target is not None and _visible(path):
             out += ["--symlink", target, path]
+        elif os.path.isfile(path):
+            files.append(path)
         elif os.path.exists(path):
             out += ["--ro-bind-try", path, path]
-    return [*out, "--symlink", "../proc/self/mounts", "/etc/mtab"]
+    out += ["--symlink", "../proc/self/mounts", "/etc/mtab"]
+    return EtcPlan(tuple(out), tuple(files), frozenset(made))
+
+
+def open_etc_files(plan: EtcPlan) -> list[tuple[int, str]]:
+    """``(read-only descriptor, path)`` for each of ``plan.files`` that is still a regular
+    file (never blocks on a FIFO put in its place); the caller closes them."""
+    out: list[tuple[int, str]] = []
+    try:
+        for path in plan.files:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            except OSError:
+                continue
+            out.append((fd, path))
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(out.pop()[0])
+    except BaseException:
+        for fd, _ in out:
+            os.close(fd)
+        raise
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _user_name(uid: int) -> str:
+    """The host's name for ``uid`` (asked once per process), or ``CHECK_NAME``."""
+    if uid == 0:
+        return "root"
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return CHECK_NAME
 
 
 def identity_files(uid: int, gid: int, home: str) -> tuple[bytes, bytes]:
@@ -143,10 +222,7 @@ def identity_files(uid: int, gid: int, home: str) -> tuple[bytes, bytes]:
         ``(passwd, group)`` in the ``passwd(5)`` / ``group(5)`` formats. The check's user is
         named as on the host when the host knows its uid, else ``flow-check``.
     """
-    try:
-        name = pwd.getpwuid(uid).pw_name if uid != 0 else "root"
-    except KeyError:
-        name = CHECK_NAME
+    name = _user_name(uid)
     users = [("root", 0, 0, "/root"), ("nobody", 65534, 65534, "/nonexistent")]
     users = [u for u in users if u[1] != uid and u[0] != name]
     users.insert(0 if uid == 0 else 1, (name, uid, gid, home))

@@ -57,7 +57,6 @@ import os
 import resource
 import shutil
 import subprocess
-import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -80,7 +79,8 @@ from flow_core.verify._jail_argv import (
     check_user,
     jail_flags,
 )
-from flow_core.verify._jail_root import data_fds, identity_files
+from flow_core.verify._jail_root import data_fds, etc_plan, identity_files, open_etc_files
+from flow_core.verify._scratch import make_scratch, remove_scratch
 from flow_core.verify._seccomp import seccomp_fd, seccomp_program
 from flow_core.verify._tree import TreeSpec, build_tree, plan_workspace
 
@@ -329,7 +329,7 @@ def _unjailed(
     why: str | None,
 ) -> Jail:
     """``auto`` without a usable bubblewrap: a clean environment and a private ``HOME``."""
-    private = tempfile.mkdtemp(prefix="flow-check-")
+    private = make_scratch("flow-check-")
     home = os.path.join(private, "home")
     os.mkdir(home, 0o700)
     jail = Jail(
@@ -339,7 +339,7 @@ def _unjailed(
         executable,
         env=_clean_env(cfg, environ, home),
     )
-    jail._cleanups.append(lambda: shutil.rmtree(private, ignore_errors=True))
+    jail._cleanups.append(lambda: remove_scratch(private))
     return jail
 
 
@@ -387,6 +387,9 @@ def _furnish(
     caches, no_cache = cache_folders(workspace, cfg.caches, user.owner, environ)
     uid, gid = user.owner or (os.getuid(), os.getgid())
     identity = [_keep(jail, fd) for fd in data_fds(identity_files(uid, gid, JAIL_HOME))]
+    etc_files = open_etc_files(etc_plan(cfg.network))
+    for fd, _ in etc_files:
+        _keep(jail, fd)
     jail.info_fd, write_fd = os.pipe()
     _keep(jail, write_fd)
     block_r, jail.block_fd = os.pipe()
@@ -404,7 +407,7 @@ def _furnish(
         scratch=(disk.tmp, disk.shm) if disk is not None else None,
         caches=caches,
     )
-    return layout, JailFds(write_fd, block_r, filter_fd, identity)
+    return layout, JailFds(write_fd, block_r, filter_fd, identity, etc_files)
 
 
 def _keep(jail: Jail, fd: int) -> int:

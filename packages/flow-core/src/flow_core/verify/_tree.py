@@ -26,13 +26,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flow_core.verify._scratch import make_scratch, remove_scratch
 from flow_safeio import is_generated_dir
 
 __all__ = [
@@ -116,7 +116,7 @@ class PrivateTree:
     def close(self) -> None:
         """Remove the copy and everything a check wrote into it; never raises."""
         if self._container:
-            shutil.rmtree(self._container, ignore_errors=True)
+            remove_scratch(self._container)
             self._container = ""
 
 
@@ -212,7 +212,7 @@ def build_tree(
     base = os.fspath(parent) if parent is not None else tempfile.gettempdir()
     if parent is None and (os.path.realpath(base) + "/").startswith(src.rstrip("/") + "/"):
         base = "/tmp"  # noqa: S108 - the temp folder lies inside the workspace
-    container = tempfile.mkdtemp(prefix="flow-tree-", dir=base)
+    container = make_scratch("flow-tree-", base, sweep=parent is None)
     tree = PrivateTree(os.path.join(container, "tree"), _container=container)
     try:
         _fill(tree, src, files, owner=owner, overlay=overlay or {}, mount_points=mount_points)
