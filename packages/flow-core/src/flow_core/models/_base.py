@@ -12,18 +12,20 @@ methods implement is ``flow_core._protocols.ChatBackend`` (``docs/architecture.m
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Self
 
 from flow_core._errors import BackendError
 from flow_core.models._http import Peer, check_backend_settings, check_base_url
 
-__all__ = ["HTTPBackend"]
+__all__ = ["HTTPBackend", "HTTPSettings"]
 
 
-class HTTPBackend:
-    """The shared half of an HTTP backend (not used alone).
+@dataclass(frozen=True)
+class HTTPSettings:
+    """The settings every HTTP backend takes, checked once by ``HTTPBackend``.
 
-    Args:
+    Attributes:
         base_url: the server's URL, checked by ``check_base_url`` (loopback unless
             ``allow_remote``).
         setting: the config key that holds ``base_url`` (``"ollama.base_url"``), named in errors.
@@ -34,6 +36,23 @@ class HTTPBackend:
         tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``).
         options: the backend's own model options (``flow_core.config._options``), used when a
             request passes none.
+    """
+
+    base_url: str
+    setting: str
+    timeout: float
+    allow_remote: bool
+    max_response_bytes: int
+    timeout_key: str
+    tool_results: str
+    options: Mapping[str, Any] | None
+
+
+class HTTPBackend:
+    """The shared half of an HTTP backend (not used alone).
+
+    Args:
+        settings: the backend's settings (``HTTPSettings``).
 
     Raises:
         BackendError: ``remote_refused`` or ``backend_malformed`` for the URL.
@@ -41,32 +60,25 @@ class HTTPBackend:
             ``tool_results``.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        setting: str,
-        timeout: float,
-        allow_remote: bool,
-        max_response_bytes: int,
-        timeout_key: str,
-        tool_results: str,
-        options: Mapping[str, Any] | None,
-    ) -> None:
+    def __init__(self, settings: HTTPSettings) -> None:
         check_backend_settings(
-            timeout=timeout, max_response_bytes=max_response_bytes, tool_results=tool_results
+            timeout=settings.timeout,
+            max_response_bytes=settings.max_response_bytes,
+            tool_results=settings.tool_results,
         )
-        self.options = dict(options or {})
-        self.tool_results = tool_results
+        self.options = dict(settings.options or {})
+        self.tool_results = settings.tool_results
         #: The delivery mode decided for each model (``"native"`` or ``"user"``).
         self.delivery: dict[str, str] = {}
         #: Whether tool definitions reach each model's prompt (``tool_definitions_reach``).
         self.tools_reach: dict[str, bool] = {}
         self._windows: dict[str, int | None] = {}
-        self.base_url = check_base_url(base_url, allow_remote=allow_remote, setting=setting)
-        self.timeout = float(timeout)
-        self.timeout_key = timeout_key
-        self.max_response_bytes = max_response_bytes
+        self.base_url = check_base_url(
+            settings.base_url, allow_remote=settings.allow_remote, setting=settings.setting
+        )
+        self.timeout = float(settings.timeout)
+        self.timeout_key = settings.timeout_key
+        self.max_response_bytes = settings.max_response_bytes
 
     #: The server's name in messages and what to do when it cannot be reached (the subclass
     #: sets both in its constructor).

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall, note_stream_fragment
-from flow_core.models._base import HTTPBackend
+from flow_core.models._base import HTTPBackend, HTTPSettings
 from flow_core.models._delivery import deliver
 from flow_core.models._http import (
     HTTPStatusError,
@@ -81,14 +81,16 @@ class OllamaBackend(HTTPBackend):
         options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
-            base_url,
-            setting="ollama.base_url",
-            timeout=timeout,
-            allow_remote=allow_remote,
-            max_response_bytes=max_response_bytes,
-            timeout_key=timeout_key,
-            tool_results=tool_results,
-            options=options,
+            HTTPSettings(
+                base_url,
+                setting="ollama.base_url",
+                timeout=timeout,
+                allow_remote=allow_remote,
+                max_response_bytes=max_response_bytes,
+                timeout_key=timeout_key,
+                tool_results=tool_results,
+                options=options,
+            )
         )
         self.stream = stream
         self._server = f"Ollama at {self.base_url}"

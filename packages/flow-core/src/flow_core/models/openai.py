@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
 from flow_core._protocols import ChatMessage, ChatResponse
-from flow_core.models._base import HTTPBackend
+from flow_core.models._base import HTTPBackend, HTTPSettings
 from flow_core.models._delivery import PROBE_TOOL, choose, deliver, probe_messages
 from flow_core.models._http import (
     HTTPStatusError,
@@ -124,14 +124,16 @@ class OpenAIBackend(HTTPBackend):
         options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
-            base_url,
-            setting="openai.base_url",
-            timeout=timeout,
-            allow_remote=allow_remote,
-            max_response_bytes=max_response_bytes,
-            timeout_key=timeout_key,
-            tool_results=tool_results,
-            options=options,
+            HTTPSettings(
+                base_url,
+                setting="openai.base_url",
+                timeout=timeout,
+                allow_remote=allow_remote,
+                max_response_bytes=max_response_bytes,
+                timeout_key=timeout_key,
+                tool_results=tool_results,
+                options=options,
+            )
         )
         self._server = f"the OpenAI-compatible server at {self.base_url}"
         self._fix = (
