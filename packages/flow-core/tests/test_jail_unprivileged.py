@@ -42,6 +42,8 @@ for mode in ("off", "auto"):
     })
     r = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
     out[mode] = {"status": r.status, "sandbox": r.sandbox, "tail": r.output_tail}
+import os, tempfile
+out["left"] = sorted(n for n in os.listdir(tempfile.gettempdir()) if n.startswith("flow-"))
 print(json.dumps(out))
 """
 
@@ -82,12 +84,13 @@ def _as_nobody(code: str) -> dict[str, object]:
         pytest.skip("there is no nobody user")
     home = Path(tempfile.mkdtemp(prefix="flow-nobody-"))  # pytest's tmp_path is root's 0700
     try:
-        ws = home / "ws"
-        ws.mkdir()
-        for path in (home, ws):
+        ws, tmp = home / "ws", home / "tmp"
+        for path in (home, ws, tmp):
+            path.mkdir(exist_ok=True)
             os.chown(path, nobody.pw_uid, nobody.pw_gid)
         base = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
+        env["TMPDIR"] = str(tmp)  # Flow's temporary folders, counted after the checks
         done = subprocess.run(
             [*base, _python(), "-c", _RUNNER, str(ws), code, *site.getsitepackages()],
             capture_output=True,
@@ -154,3 +157,33 @@ def test_an_unprivileged_flow_hides_host_sockets_outside_the_homes() -> None:
     assert f"reached {path}" in str(off["tail"])
     assert jailed["sandbox"] == "bwrap"
     assert f"refused {path}" in str(jailed["tail"])
+
+
+_LOCKED = r"""
+import os
+d = 'deep%d' % os.getpid()
+os.makedirs(d + '/er')
+open(d + '/er/f', 'w').close()
+os.chmod(d + '/er', 0)
+os.chmod(d, 0o500)
+for place in ('/etc/flow-x', '/var/flow-x', '/flow-x'):
+    try:
+        open(place, 'w').close()
+    except OSError:
+        print('refused', place)
+    else:
+        print('wrote', place)
+"""
+
+
+def test_an_unprivileged_flow_leaves_no_folder_and_no_writable_root() -> None:
+    # A check that locks folders of its copy against their owner (Flow's own user here)
+    # leaves nothing in Flow's temporary folder; the jail's own root is read-only to it.
+    result = _as_nobody(_LOCKED)
+    jailed = result["auto"]
+    assert isinstance(jailed, dict)
+    assert jailed["status"] == "passed", jailed
+    assert result["left"] == [], result
+    tail = str(jailed["tail"])
+    for place in ("/etc/flow-x", "/var/flow-x", "/flow-x"):
+        assert f"refused {place}" in tail, tail
