@@ -23,7 +23,7 @@ import pytest
 # The suites' shared helpers (evidence_harness.py) live beside this file.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from flow_testing.model_server import FakeModelServer, model_servers
+from flow_testing.model_server import FakeModelServer, coder_script, model_servers
 
 TIMEOUT_S = 120
 
@@ -217,37 +217,12 @@ def calc_script(
     """A scripted model for ``calc_config``: the planner plans, the coder writes ``calc.py``
     (``content``) and ``notes.md``, then finishes, and the reviewer approves.
 
-    ``hooks`` maps a phase to a callable run once, in the model server's thread, before the
-    reply of that phase: ``"plan"`` (the planner's request), ``"code"`` (the coder's request
-    after both writes) or ``"review"`` (the reviewer's request). A test edits files there, or
-    blocks there (bounded) while it signals Flow, without any sleep.
+    ``hooks`` as :func:`flow_testing.model_server.coder_script` takes them: ``"plan"``,
+    ``"code"`` (after both writes) or ``"review"``, each run once before that reply.
     """
-    pending = dict(hooks or {})
-
-    def hook(phase: str) -> None:
-        action = pending.pop(phase, None)
-        if action is not None:
-            action()
-
-    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        if request.get("format"):
-            hook("review")
-            return json.dumps({"approved": True, "summary": "ok", "findings": []}), []
-        names = {t["function"]["name"] for t in request.get("tools") or []}
-        if "write_file" not in names:
-            hook("plan")
-            return "Plan: change calc.py and add notes.md.", []
-        done = [m for m in request["messages"] if m["role"] == "tool"]
-        if not done:
-            call = {"name": "write_file", "arguments": {"path": "calc.py", "content": content}}
-            return "", [call]
-        if len(done) == 1:
-            call = {"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}
-            return "", [call]
-        hook("code")
-        return "Done.", []
-
-    return script
+    writes = [("write_file", {"path": "calc.py", "content": content})]
+    writes.append(("write_file", {"path": "notes.md", "content": "n\n"}))
+    return coder_script(writes, plan="Plan: change calc.py and add notes.md.", hooks=hooks)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,6 @@ Call = tuple[str, dict[str, Any]]
 RUFF = [sys.executable, "-m", "ruff", "check", "--no-cache", "."]
 
 
-def tool_names(request: dict[str, Any]) -> set[str]:
-    return {t["function"]["name"] for t in request.get("tools") or []}
-
-
 def request_text(request: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in request["messages"])
 

@@ -30,9 +30,10 @@ from evidence_harness import (
     request_text,
     run,
     script,
-    tool_names,
     write,
 )
+
+from flow_testing.model_server import tool_names
 
 
 @pytest.fixture

@@ -10,29 +10,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flow_testing.model_server import coder_script, tool_names
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
-
-
-def _tool_names(request: dict[str, Any]) -> set[str]:
-    return {t["function"]["name"] for t in request.get("tools") or []}
 
 
 def scripted(*, approve: bool = True):
     """planner: a plan; coder: write calc.py, then finish; reviewer: a structured verdict."""
-
-    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        if request.get("format"):
-            verdict = {"approved": approve, "summary": "looks right", "findings": []}
-            if not approve:
-                verdict["findings"] = ["the comment is wrong"]
-            return json.dumps(verdict), []
-        if "write_file" in _tool_names(request):
-            if request["messages"][-1]["role"] == "tool":
-                return "Edited calc.py.", []
-            return "", [{"name": "write_file", "arguments": {"path": "calc.py", "content": FIXED}}]
-        return "Plan: edit calc.py so add() carries a comment.", []
-
-    return script
+    return coder_script(
+        [("write_file", {"path": "calc.py", "content": FIXED})],
+        plan="Plan: edit calc.py so add() carries a comment.",
+        done="Edited calc.py.",
+        approve=approve,
+        summary="looks right",
+        findings=() if approve else ["the comment is wrong"],
+    )
 
 
 def _setup(h, tmp_path: Path, workspace: Path, url: str) -> Path:
@@ -62,7 +54,7 @@ def test_run_without_trust_plans_only(env, h, tmp_path, workspace, fake_ollama) 
         "  Plan: edit calc.py so add() carries a comment.",
     ]
     assert (workspace / "calc.py").read_text() == before
-    assert all("write_file" not in _tool_names(r) for r in fake.requests)
+    assert all("write_file" not in tool_names(r) for r in fake.requests)
 
 
 def test_trusted_run_is_verified(env, h, tmp_path, workspace, fake_ollama) -> None:
@@ -218,7 +210,7 @@ def test_sigint_during_a_model_request_says_stopping_and_ends_interrupted(
     assert report["status"] == "interrupted"
     assert (workspace / "calc.py").read_bytes() == before
     # Nothing went on after the stop: the coder never got a request.
-    assert all("write_file" not in _tool_names(r) for r in fake.requests)
+    assert all("write_file" not in tool_names(r) for r in fake.requests)
 
 
 def test_a_lint_check_failing_before_any_change_is_said_before_the_model(

@@ -20,15 +20,12 @@ from typing import Any
 
 import pytest
 
+from flow_testing.model_server import tool_names
 from flow_testing.reports import comparable
 
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 #: One line longer than the record's per-string cap (64 KiB), so the record cuts it with a marker.
 LONG = "x" * 70_000
-
-
-def _tools(request: dict[str, Any]) -> set[str]:
-    return {t["function"]["name"] for t in request.get("tools") or []}
 
 
 def _script(plan: str) -> Any:
@@ -38,7 +35,7 @@ def _script(plan: str) -> Any:
     def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if request.get("format"):
             return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
-        if "write_file" in _tools(request):
+        if "write_file" in tool_names(request):
             answered = sum(m["role"] == "tool" for m in request["messages"])
             if answered == 0:
                 return "", [{"name": "list_files", "arguments": {}}]

@@ -13,44 +13,12 @@ import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 BROKEN = "def add(a: int, b: int) -> int:\n    return a - b\n"
 ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"
-
-
-def _tools(request: dict[str, Any]) -> set[str]:
-    return {t["function"]["name"] for t in request.get("tools") or []}
-
-
-def scripted(content: str, *, hold: threading.Event | None = None, held=None):
-    """planner: a plan; coder: write calc.py and notes.md, then finish; reviewer: approve.
-
-    With ``hold``, the coder's request after its writes waits on ``hold`` (bounded) after
-    setting ``held``: the test kills Flow there, mid-run.
-    """
-
-    def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        if request.get("format"):
-            return json.dumps({"approved": True, "summary": "ok", "findings": []}), []
-        if "write_file" not in _tools(request):
-            return "Plan: fix calc.py and add notes.md.", []
-        done = [m for m in request["messages"] if m["role"] == "tool"]
-        if not done:
-            return "", [
-                {"name": "write_file", "arguments": {"path": "calc.py", "content": content}}
-            ]
-        if len(done) == 1:
-            return "", [{"name": "write_file", "arguments": {"path": "notes.md", "content": "n\n"}}]
-        if hold is not None and held is not None:
-            held.set()
-            hold.wait(60)
-        return "Done.", []
-
-    return script
 
 
 def _config(h, tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Path:
@@ -60,7 +28,7 @@ def _config(h, tmp_path: Path, workspace: Path, url: str, extra: str = "") -> Pa
 def test_unverified_run_lists_what_it_left_and_undo_restores(
     env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
 ) -> None:
-    fake = fake_ollama(scripted(BROKEN))
+    fake = fake_ollama(h.calc_script(BROKEN))
     cfg = _config(h, tmp_path, repo, fake.url)
     result = env.flow("run", "--trusted", "--config", str(cfg), "fix add")
     assert result.code == 1, result.stderr
@@ -88,7 +56,7 @@ def test_unverified_run_lists_what_it_left_and_undo_restores(
     assert "calc.py (changed)" in shown.stdout
     assert "notes.md (created)" in shown.stdout
     assert "-    return a + b" in env.flow("show", run_id[:12], "--diff").stdout
-    assert env.flow("show", run_id, "--plan").stdout == "Plan: fix calc.py and add notes.md.\n"
+    assert env.flow("show", run_id, "--plan").stdout == "Plan: change calc.py and add notes.md.\n"
     transcript = [
         json.loads(x) for x in env.flow("show", run_id, "--transcript").stdout.splitlines()
     ]
@@ -113,7 +81,7 @@ def test_unverified_run_lists_what_it_left_and_undo_restores(
 def test_undo_refused_after_an_external_change(
     env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
 ) -> None:
-    fake = fake_ollama(scripted(BROKEN))
+    fake = fake_ollama(h.calc_script(BROKEN))
     cfg = _config(h, tmp_path, workspace, fake.url)
     run_id = env.flow("run", "--trusted", "--config", str(cfg), "fix add").json()["run_id"]
     (workspace / "calc.py").write_text("# my own edit\n")
@@ -132,7 +100,7 @@ def test_a_run_killed_mid_way_keeps_a_readable_record_and_undo_works(
     env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
 ) -> None:
     hold, held = threading.Event(), threading.Event()
-    fake = fake_ollama(scripted(BROKEN, hold=hold, held=held))
+    fake = fake_ollama(h.calc_script(BROKEN, {"code": lambda: (held.set(), hold.wait(60))}))
     cfg = _config(h, tmp_path, workspace, fake.url)
     proc = env.popen("run", "--trusted", "--config", str(cfg), "fix add")
     try:
@@ -162,7 +130,7 @@ def test_a_run_killed_mid_way_keeps_a_readable_record_and_undo_works(
 def test_isolated_verified_run_is_applied(
     env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
 ) -> None:
-    fake = fake_ollama(scripted(FIXED))
+    fake = fake_ollama(h.calc_script(FIXED))
     cfg = _config(h, tmp_path, repo, fake.url)
     result = env.flow("run", "--trusted", "--isolate", "--config", str(cfg), "fix add")
     assert result.code == 0, result.stderr
@@ -180,7 +148,7 @@ def test_isolated_verified_run_is_applied(
 def test_isolated_unverified_run_is_kept_and_applied_on_request(
     env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama
 ) -> None:
-    fake = fake_ollama(scripted(BROKEN))
+    fake = fake_ollama(h.calc_script(BROKEN))
     cfg = _config(h, tmp_path, repo, fake.url, extra="[runs]\nisolate = true\n")
     result = env.flow("run", "--trusted", "--config", str(cfg), "fix add")
     assert result.code == 1
@@ -215,7 +183,7 @@ def test_isolated_unverified_run_is_kept_and_applied_on_request(
 def test_preflight_refuses_before_any_model_request(
     env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama, case: str, code: str
 ) -> None:
-    fake = fake_ollama(scripted(FIXED))
+    fake = fake_ollama(h.calc_script(FIXED))
     task = "fix add"
     if case == "no_checks":
         cfg = h.operator_config(tmp_path / "op.toml", workspace, base_url=fake.url)
@@ -248,7 +216,7 @@ def test_store_inside_the_workspace_is_refused(
     env, h, tmp_path: Path, workspace: Path, fake_ollama
 ) -> None:
     env.vars["XDG_STATE_HOME"] = str(workspace / ".state")
-    fake = fake_ollama(scripted(FIXED))
+    fake = fake_ollama(h.calc_script(FIXED))
     cfg = _config(h, tmp_path, workspace, fake.url)
     result = env.flow("run", "--trusted", "--config", str(cfg), "fix add")
     assert result.code == 2
@@ -260,7 +228,7 @@ def test_store_inside_the_workspace_is_refused(
 def test_tui_lists_shows_diffs_and_undoes_runs(
     env, h, tmp_path: Path, workspace: Path, state: Path, fake_ollama
 ) -> None:
-    fake = fake_ollama(scripted(BROKEN))
+    fake = fake_ollama(h.calc_script(BROKEN))
     cfg = _config(h, tmp_path, workspace, fake.url)
     env.vars["COLUMNS"] = "200"
     stdin = "fix add\n/runs\n/show\n/diff\n/undo\n/runs\n/quit\n"
@@ -311,7 +279,7 @@ def test_runs_show_and_undo_work_from_any_folder(
 ) -> None:
     # The state folder lies inside the home folder, where the commands are typed.
     env.vars["XDG_STATE_HOME"] = str(env.home / ".local" / "state")
-    fake = fake_ollama(scripted(BROKEN))
+    fake = fake_ollama(h.calc_script(BROKEN))
     cfg = _config(h, tmp_path, repo, fake.url)
     run_id = env.flow("run", "--trusted", "--config", str(cfg), "fix add").json()["run_id"]
 

@@ -42,6 +42,7 @@ from typing import Any
 import pytest
 
 from flow_core.verify._sandbox import probe_bwrap
+from flow_testing.model_server import tool_names
 
 BIG_BYTES = 200 * 1000 * 1000
 SLEEPERS = 25
@@ -231,8 +232,7 @@ def _script(test_source: str, seen: list[str]) -> Any:
     def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if request.get("format"):
             return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
-        tools = {t["function"]["name"] for t in request.get("tools") or []}
-        if "write_file" in tools:
+        if "write_file" in tool_names(request):
             answers = [m for m in request["messages"] if m["role"] == "tool"]
             if not answers:
                 call = {"path": "test_attack.py", "content": test_source}

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from flow_core.verify._sandbox import probe_bwrap
+from flow_testing.model_server import coder_script, tool_names
 
 #: Checks that write a pid file outside the workspace run without the jail.
 UNJAILED = '\n[sandbox]\nmode = "off"\n'
@@ -19,15 +20,11 @@ UNJAILED = '\n[sandbox]\nmode = "off"\n'
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # from the tui\n"
 
 
-def script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    tools = {t["function"]["name"] for t in request.get("tools") or []}
-    if request.get("format"):
-        return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
-    if "write_file" in tools:
-        if request["messages"][-1]["role"] == "tool":
-            return "Done.", []
-        return "", [{"name": "write_file", "arguments": {"path": "calc.py", "content": FIXED}}]
-    return "Plan: add a comment to calc.py.", []
+script = coder_script(
+    [("write_file", {"path": "calc.py", "content": FIXED})],
+    plan="Plan: add a comment to calc.py.",
+    summary="fine",
+)
 
 
 def _cfg(h, tmp_path: Path, workspace: Path, url: str = "http://127.0.0.1:9", checks=None):
@@ -293,8 +290,7 @@ def test_live_view_shows_tool_arguments_and_error(env, h, tmp_path, workspace, f
     release = threading.Event()
 
     def outside(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        tools = {t["function"]["name"] for t in request.get("tools") or []}
-        if "write_file" in tools and not request.get("format"):
+        if "write_file" in tool_names(request) and not request.get("format"):
             if request["messages"][-1]["role"] == "tool":
                 release.wait(30)  # hold the coder's next turn while the test reads the view
                 return "Nothing to change.", []

@@ -8,10 +8,10 @@ report with its diff.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
+
+from flow_testing.model_server import coder_script
 
 TRACKED = 2000
 BODY = "value = 'x'\n" * 8
@@ -26,18 +26,14 @@ SNEAKY = (
 )
 
 
-def _script(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """Planner plans; the coder writes calc.py, then runs the ``sneaky`` check, then is done."""
-    if request.get("format"):
-        return json.dumps({"approved": True, "summary": "ok", "findings": []}), []
-    if "write_file" not in {t["function"]["name"] for t in request.get("tools") or []}:
-        return "Plan: fix calc.add.", []
-    done = sum(1 for m in request["messages"] if m["role"] == "tool")
-    if done == 0:
-        return "", [{"name": "write_file", "arguments": {"path": "calc.py", "content": FIXED}}]
-    if done == 1:
-        return "", [{"name": "run_check", "arguments": {"name": "sneaky"}}]
-    return "Done.", []
+#: Planner plans; the coder writes calc.py, then runs the ``sneaky`` check, then is done.
+_script = coder_script(
+    [
+        ("write_file", {"path": "calc.py", "content": FIXED}),
+        ("run_check", {"name": "sneaky"}),
+    ],
+    plan="Plan: fix calc.add.",
+)
 
 
 def test_a_change_during_the_run_in_a_large_repository_vetoes(

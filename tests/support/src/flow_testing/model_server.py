@@ -25,7 +25,7 @@ import contextlib
 import json
 import threading
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -354,27 +354,51 @@ def model_servers() -> Iterator[Callable[..., FakeModelServer]]:
             server.close()
 
 
+def tool_names(request: dict[str, Any]) -> set[str]:
+    """The names of the tools a chat request offers (empty when it offers none)."""
+    return {t["function"]["name"] for t in request.get("tools") or []}
+
+
 def coder_script(
     calls: Sequence[tuple[str, dict[str, Any]]],
     *,
     plan: str = "Plan: fix the bug.",
     approve: bool = True,
+    done: str = "Done.",
+    summary: str = "ok",
+    findings: Sequence[str] = (),
+    hooks: Mapping[str, Callable[[], None]] | None = None,
 ) -> Script:
     """A whole run's model: the planner says ``plan``; the coder (the role offered
-    ``write_file``) makes ``calls`` (``(tool name, arguments)``), one per turn, then says
-    "Done."; the reviewer (a request with a ``format``) approves, or not, as ``approve`` says.
+    ``write_file``) makes ``calls`` (``(tool name, arguments)``), one per turn (the count of
+    tool results in its request says which), then says ``done``; the reviewer (a request with
+    a ``format``) gives ``{"approved": approve, "summary": summary, "findings": findings}``.
+
+    ``hooks`` maps a phase to a callable run once, in the server's thread, before the reply of
+    that phase: ``"plan"`` (the planner's request), ``"code"`` (the coder's request after its
+    calls, before ``done``) or ``"review"`` (the reviewer's request). A test edits files there,
+    or holds the run there (bounded) while it signals Flow, without any sleep.
     """
+    pending = dict(hooks or {})
+
+    def hook(phase: str) -> None:
+        action = pending.pop(phase, None)
+        if action is not None:
+            action()
 
     def answer(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if request.get("format"):
-            return json.dumps({"approved": approve, "summary": "ok", "findings": []}), []
-        tools = {t["function"]["name"] for t in request.get("tools") or []}
-        if "write_file" not in tools:
+            hook("review")
+            verdict = {"approved": approve, "summary": summary, "findings": list(findings)}
+            return json.dumps(verdict), []
+        if "write_file" not in tool_names(request):
+            hook("plan")
             return plan, []
-        done = sum(1 for m in request["messages"] if m["role"] == "tool")
-        if done < len(calls):
-            name, args = calls[done]
+        turn = sum(1 for m in request["messages"] if m["role"] == "tool")
+        if turn < len(calls):
+            name, args = calls[turn]
             return "", [{"name": name, "arguments": args}]
-        return "Done.", []
+        hook("code")
+        return done, []
 
     return answer
