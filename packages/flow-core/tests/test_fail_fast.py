@@ -15,15 +15,11 @@ import pytest
 from flow_core import ChatResponse, FlowConfig, Report, Runtime, ScriptedBackend, ToolCall
 from flow_core.run._stall import StallWatch, schema_texts
 from flow_core.tools._schemas import TOOL_SCHEMAS
+from flow_testing.replies import call
 
 PY = sys.executable
 CHECKS = {"tests": {"cmd": [PY, "-c", "import app, sys; sys.exit(app.x != 2)"], "kind": "test"}}
 LINT = {"cmd": [PY, "-c", "print('lint ok')"], "kind": "lint", "filetypes": ["python"]}
-_ids = iter(range(1, 10_000))
-
-
-def call(name: str, **args: Any) -> ChatResponse:
-    return ChatResponse("", tool_calls=(ToolCall(f"c{next(_ids)}", name, args),))
 
 
 PLAN = ChatResponse("Plan: set x in app.py to 2.")

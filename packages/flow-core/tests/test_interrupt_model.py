@@ -12,6 +12,7 @@ import pytest
 
 from flow_core import ChatMessage, ChatResponse, FlowConfig, Runtime, ScriptedBackend, ToolCall
 from flow_core.run._interruptible import Abandoned, call_interruptibly
+from flow_testing.replies import text
 
 PY = sys.executable
 CHECKS = {"lint": {"cmd": [PY, "-c", "print('ok')"], "kind": "lint", "filetypes": ["python"]}}
@@ -23,10 +24,6 @@ def ws(tmp_path: Path) -> Path:
     root.mkdir(exist_ok=True)
     (root / "app.py").write_text("x = 1\n")
     return root
-
-
-def text(s: str) -> ChatResponse:
-    return ChatResponse(content=s)
 
 
 def test_interrupt_during_a_model_request_stops_before_the_reply_is_used(

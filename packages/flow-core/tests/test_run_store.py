@@ -13,27 +13,15 @@ from typing import Any
 
 import pytest
 
-from flow_core import ChatResponse, FlowConfig, Runtime, ScriptedBackend, ToolCall
+from flow_core import ChatResponse, FlowConfig, Runtime, ScriptedBackend
 from flow_core.store import RunStore, undo_run
 from flow_safeio import Workspace
+from flow_testing.replies import call, review, text
 
 PY = sys.executable
 TESTS = {"cmd": [PY, "-c", "import app, sys; sys.exit(0 if app.x == 2 else 1)"], "kind": "test"}
 LINT = {"cmd": [PY, "-c", "print('lint ok')"], "kind": "lint", "filetypes": ["python"]}
 CHECKS = {"tests": TESTS, "lint": LINT}
-_ids = iter(range(1, 10_000))
-
-
-def call(name: str, **args: Any) -> ChatResponse:
-    return ChatResponse("", tool_calls=(ToolCall(f"call-{next(_ids)}", name, args),))
-
-
-def text(s: str) -> ChatResponse:
-    return ChatResponse(s)
-
-
-def review(approved: bool) -> ChatResponse:
-    return text(json.dumps({"approved": approved, "summary": "s", "findings": []}))
 
 
 PLAN = text("Plan: set x to 2 and add notes.txt.")

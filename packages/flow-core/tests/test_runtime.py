@@ -26,13 +26,10 @@ from flow_core import (
     ScriptedBackend,
     ToolCall,
 )
+from flow_testing.replies import text
 
 PY = sys.executable
 TESTS = {"cmd": [PY, "-c", "import app, sys; sys.exit(0 if app.x == 2 else 1)"], "kind": "test"}
-
-
-def text(s: str) -> ChatResponse:
-    return ChatResponse(s)
 
 
 def edit(old: str, new: str) -> ChatResponse:

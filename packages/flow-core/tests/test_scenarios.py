@@ -25,24 +25,12 @@ from flow_core import (
     ToolCall,
     UnknownCheckError,
 )
+from flow_testing.replies import call, review, text
 
 PY = sys.executable
 TESTS = {"cmd": [PY, "-c", "import app, sys; sys.exit(0 if app.x == 2 else 1)"], "kind": "test"}
 LINT = {"cmd": [PY, "-c", "print('lint ok')"], "kind": "lint", "filetypes": ["python"]}
 CHECKS = {"tests": TESTS, "lint": LINT}
-_ids = iter(range(1, 10_000))
-
-
-def call(name: str, **args: Any) -> ChatResponse:
-    return ChatResponse("", tool_calls=(ToolCall(f"call-{next(_ids)}", name, args),))
-
-
-def text(s: str) -> ChatResponse:
-    return ChatResponse(s)
-
-
-def review(approved: bool, *findings: str) -> ChatResponse:
-    return text(json.dumps({"approved": approved, "summary": "s", "findings": list(findings)}))
 
 
 def edit(old: str, new: str, path: str = "app.py") -> ChatResponse:

@@ -31,6 +31,7 @@ from flow_core import (
 )
 from flow_core.config import RunsConfig
 from flow_core.store import RunStore
+from flow_testing.replies import review, text
 from flow_testing.reports import comparable
 
 #: The project's checks: the tests pass once app.x is 2; a lint that always passes.
@@ -45,14 +46,6 @@ CHECKS = {
 
 def call(name: str, **args: Any) -> ChatResponse:
     return ChatResponse("", tool_calls=(ToolCall(f"c-{name}-{len(args)}", name, args),))
-
-
-def text(s: str) -> ChatResponse:
-    return ChatResponse(s)
-
-
-def review(approved: bool, *findings: str) -> ChatResponse:
-    return text(json.dumps({"approved": approved, "summary": "s", "findings": list(findings)}))
 
 
 def edit(old: str, new: str) -> ChatResponse:

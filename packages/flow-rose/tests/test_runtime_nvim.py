@@ -23,6 +23,7 @@ from flow_core import (
     ToolCall,
 )
 from flow_rose import RoseBridge
+from flow_testing.replies import text
 
 pytestmark = pytest.mark.nvim
 
@@ -33,10 +34,6 @@ LINT_OK = {"status": "ok", "verified": True, "error_count": 0, "stale": False}
 
 def call(name: str, **args: Any) -> ChatResponse:
     return ChatResponse("", tool_calls=(ToolCall(f"call-{name}", name, args),))
-
-
-def text(s: str) -> ChatResponse:
-    return ChatResponse(s)
 
 
 def approve() -> ChatResponse:

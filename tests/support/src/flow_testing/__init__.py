@@ -5,7 +5,9 @@
 - :mod:`flow_testing.nvim`: one real headless Neovim per test, with a user connection.
 - :mod:`flow_testing.reports`: two reports of the same run made comparable.
 - :mod:`flow_testing.gitrepo`: ``git(cwd, *args)``, real git with a fixed identity.
+- :mod:`flow_testing.replies`: ``call``, ``text``, ``review``, the replies a ``ScriptedBackend``
+  script is made of (imports ``flow_core``: only for suites of packages that depend on it).
 - :mod:`flow_testing.testmap`: what a package's ``tests/README.md`` map misses or names wrongly.
 
-None imports a Flow package, so a package's tests need no sibling beyond its own.
+No other module imports a Flow package, so a package's tests need no sibling beyond its own.
 """
