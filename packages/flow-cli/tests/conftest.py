@@ -8,6 +8,7 @@ Every command runs as a real subprocess (``python -m flow_cli``) with ``HOME`` a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -65,6 +66,35 @@ class Env:
             check=False,
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    def invoke(self, *args: str, stdin: str | None = None, cwd: Path | None = None) -> Result:
+        """``flow ARGS`` in this process: ``flow_cli.main`` (argv answered before click, then
+        click) inside click's ``CliRunner`` isolation, with this environment's variables (all
+        others unset), ``stdin`` as standard input and standard output and error captured.
+
+        For commands that print plain text and leave the process alone (``explain``, ``runs``,
+        ``show``, ``undo``, ``apply``, ``--help``). ``status``, ``check`` and ``run`` take over
+        descriptor 1 and install signal handlers, and exit codes as the OS sees them, signals,
+        terminals and stdout purity are properties of the process: those tests use
+        :meth:`flow`.
+        """
+        from click.testing import CliRunner
+
+        from flow_cli import main
+
+        variables = {name: None for name in os.environ if name not in self.vars}
+        variables.update(self.vars)
+        runner = CliRunner()
+        with (
+            contextlib.chdir(cwd or self.home),
+            runner.isolation(input=stdin, env=variables) as (out, err, _),
+        ):
+            try:
+                code = main(list(args))
+            finally:
+                sys.stdout.flush()  # the runner's text wrappers over its byte buffers
+                sys.stderr.flush()
+        return Result(code, out.getvalue().decode(), err.getvalue().decode())
 
     def popen(self, *args: str, **kwargs: Any) -> subprocess.Popen[str]:
         return subprocess.Popen(

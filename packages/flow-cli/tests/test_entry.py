@@ -35,7 +35,7 @@ def test_version(env) -> None:
 
 @pytest.mark.parametrize("command", ["status", "check", "run", "tui", "serve"])
 def test_help_of_every_command(env, command: str) -> None:
-    result = env.flow(command, "--help")
+    result = env.invoke(command, "--help")
     assert result.code == 0, result.stderr
     for flag in ("--workspace", "--config", "--trusted", "--model"):
         assert flag in result.stdout

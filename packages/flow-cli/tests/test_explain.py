@@ -1,4 +1,8 @@
-"""``flow explain``: every error line ends with a code that ``flow explain`` explains."""
+"""``flow explain``: every error line ends with a code that ``flow explain`` explains.
+
+``flow explain`` runs in process (``env.invoke``); the commands whose error lines are read, and
+the unknown code's exit status, run as real processes (``env.flow``).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ CODE_AT_END = re.compile(r"\[([a-z][a-z0-9_]+)\]$")
 
 
 def test_explain_prints_meaning_cause_and_fix(env) -> None:
-    result = env.flow("explain", "check_timeout")
+    result = env.invoke("explain", "check_timeout")
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "check_timeout  (failure: exit code 1)"
@@ -21,11 +25,11 @@ def test_explain_prints_meaning_cause_and_fix(env) -> None:
 
 
 def test_explain_takes_the_code_as_printed_in_brackets(env) -> None:
-    assert env.flow("explain", "[not_trusted]").code == 0
+    assert env.invoke("explain", "[not_trusted]").code == 0
 
 
 def test_unknown_code_exits_2_with_close_matches(env) -> None:
-    result = env.flow("explain", "check_timout")
+    result = env.flow("explain", "check_timout")  # exit 2 as the OS sees it, nothing on stdout
     assert result.code == 2
     assert result.stdout == ""
     assert "did you mean check_timeout" in result.stderr
@@ -35,7 +39,7 @@ def test_unknown_code_exits_2_with_close_matches(env) -> None:
 def test_explain_without_a_code_lists_every_code(env) -> None:
     import flow_core
 
-    result = env.flow("explain")
+    result = env.invoke("explain")
     assert result.code == 0
     listed = {line.split()[0] for line in result.stdout.splitlines()}
     assert listed == set(flow_core.ERROR_CODES)
@@ -71,7 +75,7 @@ def test_error_lines_on_stderr_end_with_a_code_that_explain_knows(
         assert found, f"no [code] at the end of: {line!r}"
         codes.append(found.group(1))
     for code in set(codes):
-        assert env.flow("explain", code).code == 0, code
+        assert env.invoke("explain", code).code == 0, code
 
 
 # -- every fix names things that exist ---------------------------------------------------------
@@ -178,4 +182,4 @@ def test_each_error_line_ends_with_its_code_and_says_the_right_fix(
     for words in says:
         assert words in line, line
     assert "move it out of the project" not in line
-    assert env.flow("explain", code).code == 0
+    assert env.invoke("explain", code).code == 0

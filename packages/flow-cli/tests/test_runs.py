@@ -43,28 +43,28 @@ def test_unverified_run_lists_what_it_left_and_undo_restores(
     )
     assert f"flow: to undo: flow undo {run_id}   (details: flow show {run_id})" in result.stderr
 
-    listed = env.flow("runs", "--json", "--config", str(cfg)).json()["runs"]
+    listed = env.invoke("runs", "--json", "--config", str(cfg)).json()["runs"]
     assert [(r["id"], r["status"], r["changed_files"]) for r in listed] == [
         (run_id, "unverified", ["calc.py", "notes.md"])
     ]
-    table = env.flow("runs", "--config", str(cfg))
+    table = env.invoke("runs", "--config", str(cfg))
     assert table.stdout.splitlines()[0].split()[:3] == ["ID", "TIME", "(UTC)"]
     assert run_id in table.stdout
-    shown = env.flow("show", "--config", str(cfg))
+    shown = env.invoke("show", "--config", str(cfg))
     assert shown.code == 0
     assert f"run {run_id}" in shown.stdout
     assert "calc.py (changed)" in shown.stdout
     assert "notes.md (created)" in shown.stdout
-    assert "-    return a + b" in env.flow("show", run_id[:12], "--diff").stdout
-    assert env.flow("show", run_id, "--plan").stdout == "Plan: change calc.py and add notes.md.\n"
+    assert "-    return a + b" in env.invoke("show", run_id[:12], "--diff").stdout
+    assert env.invoke("show", run_id, "--plan").stdout == "Plan: change calc.py and add notes.md.\n"
     transcript = [
-        json.loads(x) for x in env.flow("show", run_id, "--transcript").stdout.splitlines()
+        json.loads(x) for x in env.invoke("show", run_id, "--transcript").stdout.splitlines()
     ]
     writes = [x for x in transcript if x["type"] == "tool_call"]
     assert writes[0]["arguments"] == {"path": "calc.py", "content": BROKEN}
-    assert env.flow("show", run_id, "--json").json()["run_id"] == run_id
+    assert env.invoke("show", run_id, "--json").json()["run_id"] == run_id
 
-    undone = env.flow("undo", "--config", str(cfg))
+    undone = env.invoke("undo", "--config", str(cfg))
     assert undone.code == 0, undone.stderr
     body = json.loads(undone.stdout)
     assert body["restored"] == ["calc.py"]
@@ -73,7 +73,7 @@ def test_unverified_run_lists_what_it_left_and_undo_restores(
     assert not (repo / "notes.md").exists()
     assert h.git(repo, "status", "--porcelain") == ""
     # The undo is a record too; undoing it puts the run's change back.
-    redo = env.flow("undo", body["undo_id"], "--config", str(cfg))
+    redo = env.invoke("undo", body["undo_id"], "--config", str(cfg))
     assert redo.code == 0, redo.stderr
     assert (repo / "calc.py").read_text() == BROKEN
 
@@ -85,13 +85,13 @@ def test_undo_refused_after_an_external_change(
     cfg = _config(h, tmp_path, workspace, fake.url)
     run_id = env.flow("run", "--trusted", "--config", str(cfg), "fix add").json()["run_id"]
     (workspace / "calc.py").write_text("# my own edit\n")
-    refused = env.flow("undo", run_id, "--config", str(cfg))
+    refused = env.invoke("undo", run_id, "--config", str(cfg))
     assert refused.code == 1
     assert json.loads(refused.stdout)["error"]["code"] == "undo_conflict"
     assert "calc.py (changed since the run)" in refused.stderr
     assert (workspace / "calc.py").read_text() == "# my own edit\n"
     assert (workspace / "notes.md").read_text() == "n\n"  # nothing at all was undone
-    forced = env.flow("undo", run_id, "--force", "--config", str(cfg))
+    forced = env.invoke("undo", run_id, "--force", "--config", str(cfg))
     assert forced.code == 0, forced.stderr
     assert (workspace / "calc.py").read_text() == ORIGINAL
 
@@ -113,15 +113,15 @@ def test_a_run_killed_mid_way_keeps_a_readable_record_and_undo_works(
             proc.kill()
             proc.wait(timeout=30)
     assert (workspace / "calc.py").read_text() == BROKEN
-    (run,) = env.flow("runs", "--json", "--config", str(cfg)).json()["runs"]
+    (run,) = env.invoke("runs", "--json", "--config", str(cfg)).json()["runs"]
     assert run["status"] == "abandoned"  # the first reader settled the dead run's record
     assert run["interrupted"] is True
     assert run["changed_files"] == ["calc.py", "notes.md"]
-    shown = env.flow("show", run["id"], "--config", str(cfg))
+    shown = env.invoke("show", run["id"], "--config", str(cfg))
     assert "abandoned (process gone)" in shown.stdout
-    lines = env.flow("show", run["id"], "--transcript").stdout.splitlines()
+    lines = env.invoke("show", run["id"], "--transcript").stdout.splitlines()
     assert [json.loads(x)["type"] for x in lines].count("tool_call") == 2
-    undone = env.flow("undo", run["id"], "--config", str(cfg))
+    undone = env.invoke("undo", run["id"], "--config", str(cfg))
     assert undone.code == 0, undone.stderr
     assert (workspace / "calc.py").read_text() == ORIGINAL
     assert not (workspace / "notes.md").exists()
@@ -161,12 +161,12 @@ def test_isolated_unverified_run_is_kept_and_applied_on_request(
     assert f"flow: see it: flow show {run_id} --diff; apply it: flow apply {run_id}" in (
         result.stderr.splitlines()
     )
-    assert "+    return a - b" in env.flow("show", run_id, "--diff").stdout
-    assert env.flow("undo", run_id, "--config", str(cfg)).code == 1  # nothing was applied
-    applied = env.flow("apply", run_id, "--config", str(cfg))
+    assert "+    return a - b" in env.invoke("show", run_id, "--diff").stdout
+    assert env.invoke("undo", run_id, "--config", str(cfg)).code == 1  # nothing was applied
+    applied = env.invoke("apply", run_id, "--config", str(cfg))
     assert applied.code == 0, applied.stderr
     assert (repo / "calc.py").read_text() == BROKEN
-    again = env.flow("apply", run_id, "--config", str(cfg))
+    again = env.invoke("apply", run_id, "--config", str(cfg))
     assert again.code == 1
     assert json.loads(again.stdout)["error"]["code"] == "apply_refused"
 
@@ -283,26 +283,26 @@ def test_runs_show_and_undo_work_from_any_folder(
     cfg = _config(h, tmp_path, repo, fake.url)
     run_id = env.flow("run", "--trusted", "--config", str(cfg), "fix add").json()["run_id"]
 
-    from_home = env.flow("runs", "--json")  # cwd: the home folder, which holds the store
+    from_home = env.invoke("runs", "--json")  # cwd: the home folder, which holds the store
     assert from_home.code == 0, from_home.stderr
     assert [r["id"] for r in from_home.json()["runs"]] == [run_id]
     assert "listing every workspace's runs" in from_home.stderr
-    assert run_id in env.flow("runs").stdout
+    assert run_id in env.invoke("runs").stdout
     (repo / "sub").mkdir()
     for folder in (repo, repo / "sub"):  # the workspace, or a folder inside it, filters
-        listed = env.flow("runs", "--json", cwd=folder)
+        listed = env.invoke("runs", "--json", cwd=folder)
         assert [r["id"] for r in listed.json()["runs"]] == [run_id]
         assert "every workspace" not in listed.stderr
     other = tmp_path / "other"
     other.mkdir()
-    named = env.flow("runs", "--json", "--workspace", str(other))
+    named = env.invoke("runs", "--json", "--workspace", str(other))
     assert named.json()["runs"] == []  # a named workspace filters strictly
-    assert env.flow("show", run_id, "--diff").stdout.count("-    return a + b") == 1
-    no_id = env.flow("show")
+    assert env.invoke("show", run_id, "--diff").stdout.count("-    return a + b") == 1
+    no_id = env.invoke("show")
     assert no_id.code == 2
     assert no_id.stderr.rstrip().endswith("[run_not_found]")
-    assert "-    return a + b" in env.flow("show", "--diff", cwd=repo / "sub").stdout
-    undone = env.flow("undo", run_id)
+    assert "-    return a + b" in env.invoke("show", "--diff", cwd=repo / "sub").stdout
+    undone = env.invoke("undo", run_id)
     assert undone.code == 0, undone.stderr
     assert (repo / "calc.py").read_text() == ORIGINAL
     assert not (repo / "notes.md").exists()

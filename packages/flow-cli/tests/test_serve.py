@@ -60,7 +60,7 @@ def test_serve_answers_flow_status_with_merged_flags(env, workspace: Path, befor
 
 
 def test_serve_rejects_an_editor_timeout_out_of_range(env, workspace: Path) -> None:
-    result = env.flow("serve", "--workspace", str(workspace), "--editor-timeout", "1000")
+    result = env.invoke("serve", "--workspace", str(workspace), "--editor-timeout", "1000")
     assert result.code == 2
     assert "--editor-timeout" in result.stderr
     assert result.stdout == ""

@@ -1,4 +1,5 @@
-"""Help text and shell completion, through the real ``flow`` program."""
+"""Help text and shell completion: the texts in process (``env.invoke``), the completion
+script run by a real bash against the real ``flow`` program."""
 
 from __future__ import annotations
 
@@ -16,26 +17,26 @@ COMMANDS = ["status", "check", "run", "tui", "serve", "completion"]
 @pytest.mark.parametrize("command", ["", *COMMANDS])
 def test_help_renders_without_markup_residue(env, command: str) -> None:
     args = [command, "--help"] if command else ["--help"]
-    result = env.flow(*args)
+    result = env.invoke(*args)
     assert result.code == 0, result.stderr
     assert "``" not in result.stdout  # reStructuredText literals are not for a terminal
     assert "Usage: flow" in result.stdout
 
 
 def test_help_lists_completion(env) -> None:
-    assert "completion" in env.flow("--help").stdout
+    assert "completion" in env.invoke("--help").stdout
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_prints_a_script_for_each_shell(env, shell: str) -> None:
-    result = env.flow("completion", shell)
+    result = env.invoke("completion", shell)
     assert result.code == 0, result.stderr
     assert "_FLOW_COMPLETE" in result.stdout
     assert result.stderr == ""
 
 
 def test_completion_rejects_an_unknown_shell(env) -> None:
-    result = env.flow("completion", "tcsh")
+    result = env.invoke("completion", "tcsh")
     assert result.code == 2
     assert "tcsh" in result.stderr
 

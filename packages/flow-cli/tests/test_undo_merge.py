@@ -41,7 +41,7 @@ def test_an_edit_saved_during_review_is_never_undone(
         h.calc_script(FIXED, {"review": lambda: calc.write_text(MINE)}),
     )
     run_id = report["run_id"]
-    refused = env.flow("undo", run_id, "--workspace", str(workspace))
+    refused = env.invoke("undo", run_id, "--workspace", str(workspace))
     assert refused.code == 1, refused.stderr
     assert json.loads(refused.stdout)["error"]["code"] == "undo_conflict"
     assert "calc.py (changed since the run)" in refused.stderr
@@ -49,13 +49,13 @@ def test_an_edit_saved_during_review_is_never_undone(
     assert (workspace / "notes.md").read_text() == "n\n"  # and nothing else was undone
 
     # --force keeps the person's text in the undo's own record before it restores.
-    forced = env.flow("undo", run_id, "--force", "--workspace", str(workspace))
+    forced = env.invoke("undo", run_id, "--force", "--workspace", str(workspace))
     assert forced.code == 0, forced.stderr
     body = json.loads(forced.stdout)
     assert body["forced"] == ["calc.py"]
     assert calc.read_text() == ORIGINAL
     assert not (workspace / "notes.md").exists()
-    back = env.flow("undo", body["undo_id"], "--workspace", str(workspace))
+    back = env.invoke("undo", body["undo_id"], "--workspace", str(workspace))
     assert back.code == 0, back.stderr
     assert calc.read_text() == MINE
     assert (workspace / "notes.md").read_text() == "n\n"
@@ -74,7 +74,7 @@ def test_every_kind_of_later_change_is_a_conflict(
         target = calc
         why = "calc.py (deleted since the run)"
     elif change == "created":  # undo of the undo: the person made notes.md again meanwhile
-        first = env.flow("undo", run_id, "--workspace", str(workspace))
+        first = env.invoke("undo", run_id, "--workspace", str(workspace))
         assert first.code == 0, first.stderr
         run_id = json.loads(first.stdout)["undo_id"]
         notes.write_text("mine\n")
@@ -94,7 +94,7 @@ def test_every_kind_of_later_change_is_a_conflict(
         why = "notes.md (is now a directory)"
     before = {p.name: (p.is_symlink(), p.is_file() and p.read_bytes()) for p in (calc, notes)}
     mode = stat.S_IMODE(os.lstat(target).st_mode) if target.exists() else None
-    refused = env.flow("undo", run_id, "--workspace", str(workspace))
+    refused = env.invoke("undo", run_id, "--workspace", str(workspace))
     assert refused.code == 1, refused.stderr
     assert why in refused.stderr
     after = {p.name: (p.is_symlink(), p.is_file() and p.read_bytes()) for p in (calc, notes)}
@@ -102,7 +102,7 @@ def test_every_kind_of_later_change_is_a_conflict(
     if mode is not None:
         assert stat.S_IMODE(os.lstat(target).st_mode) == mode
     if change in ("symlink", "directory"):  # never replaced, even with --force
-        forced = env.flow("undo", run_id, "--force", "--workspace", str(workspace))
+        forced = env.invoke("undo", run_id, "--force", "--workspace", str(workspace))
         assert forced.code == 1
         assert json.loads(forced.stdout)["error"]["code"] == "undo_failed"
         assert notes.is_symlink() or notes.is_dir()
@@ -114,7 +114,7 @@ def test_undo_names_the_later_run_that_changed_the_file(
 ) -> None:
     first = _run(env, h, tmp_path, workspace, fake_ollama, h.calc_script(BROKEN))
     second = _run(env, h, tmp_path, workspace, fake_ollama, h.calc_script("x = 1\n"))
-    refused = env.flow("undo", first["run_id"], "--workspace", str(workspace))
+    refused = env.invoke("undo", first["run_id"], "--workspace", str(workspace))
     assert refused.code == 1
     assert f"calc.py (changed since the run; run {second['run_id']} wrote it later)" in (
         refused.stderr
@@ -122,7 +122,7 @@ def test_undo_names_the_later_run_that_changed_the_file(
     assert (workspace / "calc.py").read_text() == "x = 1\n"
     # Undoing the later run first, then the earlier one, walks back cleanly.
     for run in (second, first):
-        done = env.flow("undo", run["run_id"], "--workspace", str(workspace))
+        done = env.invoke("undo", run["run_id"], "--workspace", str(workspace))
         assert done.code == 0, done.stderr
     assert (workspace / "calc.py").read_text() == ORIGINAL
     assert not (workspace / "notes.md").exists()
@@ -137,19 +137,19 @@ def test_apply_merges_per_file_and_names_only_real_changes(
     run_id = report["run_id"]
     assert report["isolation"]["applied"] is False  # BROKEN fails the unit check
     calc.write_text(MINE)  # the person's edit to a file the run also changed
-    refused = env.flow("apply", run_id, "--workspace", str(workspace))
+    refused = env.invoke("apply", run_id, "--workspace", str(workspace))
     assert refused.code == 1
     assert "calc.py (changed since the run started)" in refused.stderr
     assert "notes.md" not in refused.stderr.split("refused")[1].split(";")[0]
     assert calc.read_text() == MINE
     assert not (workspace / "notes.md").exists()
     calc.write_text(BROKEN)  # the person made the same change: nothing to write there
-    applied = env.flow("apply", run_id, "--workspace", str(workspace))
+    applied = env.invoke("apply", run_id, "--workspace", str(workspace))
     assert applied.code == 0, applied.stderr
     body = json.loads(applied.stdout)
     assert (body["written"], body["already"]) == (["notes.md"], ["calc.py"])
     assert (workspace / "notes.md").read_text() == "n\n"
-    undone = env.flow("undo", run_id, "--workspace", str(workspace))
+    undone = env.invoke("undo", run_id, "--workspace", str(workspace))
     assert undone.code == 0, undone.stderr
     assert calc.read_text() == ORIGINAL
     assert not (workspace / "notes.md").exists()

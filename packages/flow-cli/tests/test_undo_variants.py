@@ -39,16 +39,16 @@ def test_a_chmod_during_review_is_kept_and_comes_back_after_a_forced_undo(
     calc = workspace / "calc.py"
     calc.chmod(0o644)
     run_id = _run(env, h, tmp_path, workspace, fake_ollama, {"review": lambda: calc.chmod(0o755)})
-    refused = env.flow("undo", run_id, "--workspace", str(workspace))
+    refused = env.invoke("undo", run_id, "--workspace", str(workspace))
     assert refused.code == 1
     assert "calc.py (permissions changed since the run (644 to 755))" in refused.stderr
     assert (calc.read_text(), _mode(calc)) == (FIXED, 0o755)
     assert (workspace / "notes.md").read_text() == "n\n"
 
-    forced = env.flow("undo", run_id, "--force", "--workspace", str(workspace))
+    forced = env.invoke("undo", run_id, "--force", "--workspace", str(workspace))
     assert forced.code == 0, forced.stderr
     assert (calc.read_text(), _mode(calc)) == (ORIGINAL, 0o644)
-    back = env.flow("undo", json.loads(forced.stdout)["undo_id"], "--workspace", str(workspace))
+    back = env.invoke("undo", json.loads(forced.stdout)["undo_id"], "--workspace", str(workspace))
     assert back.code == 0, back.stderr
     assert (calc.read_text(), _mode(calc)) == (FIXED, 0o755)  # bytes and bits, as they were
 
@@ -59,16 +59,16 @@ def test_a_file_the_run_created_and_the_person_rewrote_is_never_removed_unasked(
     notes = workspace / "notes.md"
     hooks = {"review": lambda: notes.write_text(MINE)}
     run_id = _run(env, h, tmp_path, workspace, fake_ollama, hooks)
-    refused = env.flow("undo", run_id, "--workspace", str(workspace))
+    refused = env.invoke("undo", run_id, "--workspace", str(workspace))
     assert refused.code == 1
     assert "notes.md (changed since the run)" in refused.stderr
     assert notes.read_text() == MINE
     assert (workspace / "calc.py").read_text() == FIXED  # nothing else undone either
 
-    forced = env.flow("undo", run_id, "--force", "--workspace", str(workspace))
+    forced = env.invoke("undo", run_id, "--force", "--workspace", str(workspace))
     assert forced.code == 0, forced.stderr
     assert not notes.exists()
-    back = env.flow("undo", json.loads(forced.stdout)["undo_id"], "--workspace", str(workspace))
+    back = env.invoke("undo", json.loads(forced.stdout)["undo_id"], "--workspace", str(workspace))
     assert back.code == 0, back.stderr
     assert notes.read_text() == MINE
 
@@ -83,7 +83,7 @@ def test_apply_never_writes_through_a_link_and_keeps_the_persons_bits(
     calc, kept = repo / "calc.py", repo / "kept.py"
     calc.rename(kept)
     calc.symlink_to("kept.py")
-    refused = env.flow("apply", run_id, "--workspace", str(repo))
+    refused = env.invoke("apply", run_id, "--workspace", str(repo))
     assert refused.code == 1
     assert "calc.py (" in refused.stderr
     assert "symbolic link" in refused.stderr
@@ -94,11 +94,11 @@ def test_apply_never_writes_through_a_link_and_keeps_the_persons_bits(
     calc.unlink()
     kept.rename(calc)
     calc.chmod(0o700)
-    applied = env.flow("apply", run_id, "--workspace", str(repo))
+    applied = env.invoke("apply", run_id, "--workspace", str(repo))
     assert applied.code == 0, applied.stderr
     assert (calc.read_text(), _mode(calc)) == (BROKEN, 0o700)
     assert (repo / "notes.md").read_text() == "n\n"
-    undone = env.flow("undo", run_id, "--workspace", str(repo))
+    undone = env.invoke("undo", run_id, "--workspace", str(repo))
     assert undone.code == 0, undone.stderr
     assert (calc.read_text(), _mode(calc)) == (ORIGINAL, 0o700)
     assert not (repo / "notes.md").exists()
