@@ -159,7 +159,8 @@ def tests(session: nox.Session, package: str) -> None:
     The siblings are the package's ``dependencies`` and those of its extras, read from the
     pyprojects. The install is a single call, editable, so an import of an undeclared sibling
     fails. The unpublished ``tests/support`` distribution (fake model server, Neovim fixture)
-    comes along. ``nox -s tests -- -n 0`` runs in one process.
+    comes along. ``nox -s tests -- -n 0`` runs in one process; ``nox -s tests -- -m "not slow"``
+    leaves out the tests marked ``slow`` (whole runs, pseudo-terminals, generated cases).
     """
     pkg = PACKAGES[package]
     args: list[str] = []

@@ -227,6 +227,7 @@ def test_progress_is_silent_when_stderr_is_not_a_terminal(env, h, tmp_path, work
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_live_progress_on_a_terminal_stderr(env, h, tmp_path, workspace) -> None:
     pexpect = pytest.importorskip("pexpect")
     go = tmp_path / "go"

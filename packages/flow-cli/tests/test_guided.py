@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 PROBE = "flow-guided-probe-4f1c"
 

@@ -15,6 +15,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 POINTER = "version https://git-lfs.github.com/spec/v1\noid sha256:{oid}\nsize {size}\n"
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 

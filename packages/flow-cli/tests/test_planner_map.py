@@ -12,6 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 CHUNKS = '''"""Chunking helpers."""
 
 

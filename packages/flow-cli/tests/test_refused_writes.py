@@ -20,6 +20,9 @@ import pytest
 
 from flow_testing.model_server import coder_script
 
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 BUGGY = '"""Sums."""\n\n\ndef add(a: int, b: int) -> int:\n    """a plus b."""\n    return a - b\n'
 FIXED = BUGGY.replace("a - b", "a + b")
 TESTS = '"""Tests."""\n\nimport calc\n\n\ndef test_add() -> None:\n    assert calc.add(2, 3) == 5\n'

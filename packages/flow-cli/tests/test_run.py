@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flow_testing.model_server import coder_script, tool_names
 
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
@@ -34,6 +36,7 @@ def _setup(h, tmp_path: Path, workspace: Path, url: str) -> Path:
     return h.operator_config(tmp_path / "op.toml", workspace, base_url=url, checks=checks)
 
 
+@pytest.mark.slow
 def test_run_without_trust_plans_only(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(scripted())
     cfg = _setup(h, tmp_path, workspace, fake.url)
@@ -57,6 +60,7 @@ def test_run_without_trust_plans_only(env, h, tmp_path, workspace, fake_ollama) 
     assert all("write_file" not in tool_names(r) for r in fake.requests)
 
 
+@pytest.mark.slow
 def test_trusted_run_is_verified(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(scripted())
     cfg = _setup(h, tmp_path, workspace, fake.url)
@@ -74,6 +78,7 @@ def test_trusted_run_is_verified(env, h, tmp_path, workspace, fake_ollama) -> No
     assert (workspace / "calc.py").read_text() == FIXED
 
 
+@pytest.mark.slow
 def test_model_flag_reaches_every_request(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(scripted())
     cfg = _setup(h, tmp_path, workspace, fake.url)
@@ -83,6 +88,7 @@ def test_model_flag_reaches_every_request(env, h, tmp_path, workspace, fake_olla
     assert {r["model"] for r in fake.requests} == {"fake-small"}
 
 
+@pytest.mark.slow
 def test_rejected_review_is_unverified(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(scripted(approve=False))
     cfg = _setup(h, tmp_path, workspace, fake.url)
@@ -110,6 +116,7 @@ def test_run_needs_a_task(env, workspace) -> None:
     assert result.json()["kind"] == "run"
 
 
+@pytest.mark.slow
 def test_sigint_during_a_runs_checks(env, h, tmp_path, workspace, fake_ollama) -> None:
     import os
     import signal
@@ -160,6 +167,7 @@ def test_sigint_during_a_runs_checks(env, h, tmp_path, workspace, fake_ollama) -
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_read_only_run_shows_the_first_lines_of_a_long_plan(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -176,6 +184,7 @@ def test_read_only_run_shows_the_first_lines_of_a_long_plan(
     ]
 
 
+@pytest.mark.slow
 def test_sigint_during_a_model_request_says_stopping_and_ends_interrupted(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -213,6 +222,7 @@ def test_sigint_during_a_model_request_says_stopping_and_ends_interrupted(
     assert all("write_file" not in tool_names(r) for r in fake.requests)
 
 
+@pytest.mark.slow
 def test_a_lint_check_failing_before_any_change_is_said_before_the_model(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:

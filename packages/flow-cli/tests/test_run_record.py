@@ -23,6 +23,9 @@ import pytest
 from flow_testing.model_server import tool_names
 from flow_testing.reports import comparable
 
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 #: One line longer than the record's per-string cap (64 KiB), so the record cuts it with a marker.
 LONG = "x" * 70_000

@@ -44,6 +44,9 @@ import pytest
 from flow_core.verify._sandbox import probe_bwrap
 from flow_testing.model_server import tool_names
 
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 BIG_BYTES = 200 * 1000 * 1000
 SLEEPERS = 25
 

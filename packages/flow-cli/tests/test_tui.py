@@ -85,6 +85,7 @@ def test_tui_with_bad_config_exits_2(env, tmp_path, workspace) -> None:
     assert "surprise" in result.stderr
 
 
+@pytest.mark.slow
 def test_models_and_model_switch(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(script)
     cfg = _cfg(h, tmp_path, workspace, fake.url)
@@ -100,6 +101,7 @@ def test_models_and_model_switch(env, h, tmp_path, workspace, fake_ollama) -> No
     assert {r["model"] for r in fake.requests} == {"fake-small"}
 
 
+@pytest.mark.slow
 def test_plain_line_and_build_run_the_verified_workflow(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -126,6 +128,7 @@ def test_plain_line_and_build_run_the_verified_workflow(
     assert len(firsts) >= 2
 
 
+@pytest.mark.slow
 def test_read_only_task_shows_the_plan(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(script)
     cfg = _cfg(h, tmp_path, workspace, fake.url)
@@ -150,6 +153,7 @@ def _spawn(env, *args: str):
     )
 
 
+@pytest.mark.slow
 def test_tui_in_a_real_pseudo_terminal(env, h, tmp_path, workspace) -> None:
     cfg = _cfg(h, tmp_path, workspace)
     child = _spawn(env, "--config", str(cfg))
@@ -176,6 +180,7 @@ def _planner_tasks(fake) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_history_recalls_earlier_lines_across_sessions(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -210,6 +215,7 @@ def test_history_recalls_earlier_lines_across_sessions(
     assert "first remembered task again" in _planner_tasks(fake)[-1], _planner_tasks(fake)
 
 
+@pytest.mark.slow
 def test_a_multi_line_paste_is_one_task(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(script)
     cfg = _cfg(h, tmp_path, workspace, fake.url)
@@ -230,6 +236,7 @@ def test_a_multi_line_paste_is_one_task(env, h, tmp_path, workspace, fake_ollama
     assert "fix the adder\nand keep the tests green" in tasks[0]
 
 
+@pytest.mark.slow
 def test_ctrl_c_at_the_prompt_clears_the_line(env, h, tmp_path, workspace, fake_ollama) -> None:
     fake = fake_ollama(script)
     cfg = _cfg(h, tmp_path, workspace, fake.url)
@@ -252,6 +259,7 @@ def test_ctrl_c_at_the_prompt_clears_the_line(env, h, tmp_path, workspace, fake_
     assert "half typed" not in _planner_tasks(fake)[0]
 
 
+@pytest.mark.slow
 def test_live_view_shows_model_time_and_streamed_tokens(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -284,6 +292,7 @@ def test_live_view_shows_model_time_and_streamed_tokens(
         child.close()
 
 
+@pytest.mark.slow
 def test_live_view_shows_tool_arguments_and_error(env, h, tmp_path, workspace, fake_ollama) -> None:
     import threading
 
@@ -315,6 +324,7 @@ def test_live_view_shows_tool_arguments_and_error(env, h, tmp_path, workspace, f
         child.close()
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_model_request_says_stopping_and_never_moves_on(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:
@@ -352,6 +362,7 @@ def test_ctrl_c_during_a_model_request_says_stopping_and_never_moves_on(
     assert (workspace / "calc.py").read_text() != FIXED
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
     env, h, tmp_path, workspace
 ) -> None:
@@ -388,6 +399,7 @@ def test_ctrl_c_cancels_a_running_check_and_returns_to_the_prompt(
         _wait_gone(pid)
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_check_exits_130_without_orphans(env, h, tmp_path, workspace) -> None:
     import signal
 
@@ -454,6 +466,7 @@ def test_check_output_with_markup_is_shown_verbatim(env, h, tmp_path, workspace)
     assert MARKUP in result.stdout
 
 
+@pytest.mark.slow
 def test_plan_with_markup_is_shown_verbatim(env, h, tmp_path, workspace, fake_ollama) -> None:
     plan = "Plan: [bold]edit[/bold] calc.py, then [link=x]look[/link] :smile:"
     fake = fake_ollama(lambda request: (plan, []))
@@ -567,6 +580,7 @@ def test_banner_fits_80_columns_when_piped(env, h, tmp_path, workspace) -> None:
     assert "backend ollama at http://127.0.0.1:9" in lines
 
 
+@pytest.mark.slow
 def test_after_a_run_the_plan_and_the_reviewers_verdict_are_shown(
     env, h, tmp_path, workspace, fake_ollama
 ) -> None:

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 BROKEN = "def add(a: int, b: int) -> int:\n    return a - b\n"
 ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"

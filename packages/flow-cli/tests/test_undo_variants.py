@@ -13,6 +13,11 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 FIXED = "def add(a: int, b: int) -> int:\n    return a + b  # checked\n"
 ORIGINAL = "def add(a: int, b: int) -> int:\n    return a + b\n"
 BROKEN = "def add(a: int, b: int) -> int:\n    return a - b\n"

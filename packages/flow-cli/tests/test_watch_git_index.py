@@ -11,7 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from flow_testing.model_server import coder_script
+
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
 
 TRACKED = 2000
 BODY = "value = 'x'\n" * 8

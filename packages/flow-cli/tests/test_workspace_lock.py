@@ -15,6 +15,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
+#: Each test drives whole `flow run`s against the fake model server.
+pytestmark = pytest.mark.slow
+
 #: How long run A may be held (seconds), and its model timeout: a bound only, so that a broken
 #: test cannot hang; the test releases A as soon as its block ends. Run B's whole run (plan,
 #: code, checks, review, in an isolated tree) happens while A is held, which can take minutes

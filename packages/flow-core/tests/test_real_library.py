@@ -21,6 +21,9 @@ import pytest
 
 from flow_core import ChatMessage, ChatResponse, FlowConfig, Runtime, ScriptedBackend, ToolCall
 
+#: Whole runs over a real library's source and its own tests.
+pytestmark = pytest.mark.slow
+
 LIBRARY = Path(__file__).parent / "fixtures" / "vendored" / "tabulate-0.9.0"
 MODULE = "tabulate/__init__.py"
 PY = sys.executable

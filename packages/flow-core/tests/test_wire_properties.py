@@ -32,6 +32,9 @@ from flow_core.models.openai import OpenAIBackend
 from flow_core.tools._toolbox import ToolBox, ToolLedger
 from flow_safeio import Workspace
 
+#: Many generated wire replies per property.
+pytestmark = pytest.mark.slow
+
 NAMES = ("read_file", "write_file", "edit_file", "search_text", "outline", "list_files")
 
 scalars = (

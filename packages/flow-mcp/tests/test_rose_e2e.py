@@ -25,7 +25,7 @@ from flow_testing.nvim import Editor as Neovim, headless_neovim
 pytest.importorskip("pynvim", reason="the editor extra (flow-rose, pynvim) is missing")
 pytest.importorskip("flow_rose", reason="the editor extra (flow-rose) is missing")
 
-pytestmark = pytest.mark.nvim
+pytestmark = [pytest.mark.nvim, pytest.mark.slow]
 
 RTP = Path(__file__).resolve().parents[2] / "flow-rose" / "tests" / "fixtures" / "rtp"
 

@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from flow_mcp_harness import FakeOllama, server_env, write_config
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 import flow_mcp
 from flow_core.verify._sandbox import probe_bwrap
+
+#: The official SDK client drives whole runs through the real server.
+pytestmark = pytest.mark.slow
 
 Body = Callable[[ClientSession], Awaitable[None]]
 
