@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from flow_core import CheckConfig, EditorFreshness, kill_all_process_groups, run_check
+from flow_core import CheckConfig, kill_all_process_groups, run_check
 from flow_core.verify._checks import OUTPUT_TAIL_BYTES, CheckWatch, live_process_groups
+from flow_testing.editors import RecordingEditor
 
 PY = sys.executable
 
@@ -167,24 +168,16 @@ def test_sigterm_ignoring_check_is_killed(tmp_path: Path) -> None:
     assert result.exit_code == -signal.SIGKILL
 
 
-class DirtyEditor:
-    def __init__(self, dirty: tuple[str, ...]) -> None:
-        self.dirty = dirty
-
-    def freshness(self) -> EditorFreshness:
-        return EditorFreshness(dirty_buffers=self.dirty, snapshot="s")
-
-
 def test_check_refused_while_a_buffer_is_dirty(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     cmd = [PY, "-c", f"open({str(marker)!r}, 'w').close()"]
-    dirty = CheckWatch(editor=DirtyEditor(("a.py",)))  # type: ignore[arg-type]
+    dirty = CheckWatch(editor=RecordingEditor(dirty=("a.py",)))
     result = run_check("t", check(cmd), cwd=tmp_path, watch=dirty)
     assert result.status == "refused"
     assert result.error is not None
     assert result.error.code == "check_refused"
     assert not marker.exists()
-    saved = CheckWatch(editor=DirtyEditor(()))  # type: ignore[arg-type]
+    saved = CheckWatch(editor=RecordingEditor())
     clean = run_check("t", check(cmd), cwd=tmp_path, watch=saved)
     assert clean.status == "passed"
     assert marker.exists()

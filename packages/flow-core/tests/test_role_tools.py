@@ -17,6 +17,7 @@ from flow_core import (
 )
 from flow_core.tools import READ_ONLY_EDITOR_TOOL_NAMES, ToolBox, ToolLedger
 from flow_safeio import Workspace
+from flow_testing.editors import RecordingEditor
 
 READERS = ("planner", "reviewer")
 
@@ -49,10 +50,6 @@ def _spec(name: str) -> dict[str, Any]:
     return {"name": name, "description": name, "inputSchema": {"type": "object"}}
 
 
-class _Editor:
-    """Only what ``ToolBox.__init__`` touches (it stores the editor, calls nothing)."""
-
-
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("trusted", [False, True])
 def test_the_toolbox_offers_exactly_the_granted_tools(
@@ -67,7 +64,7 @@ def test_the_toolbox_offers_exactly_the_granted_tools(
             trusted=trusted,
             check_names=["tests"],
             run_check=lambda name: pytest.fail("not called"),
-            editor=_Editor(),  # type: ignore[arg-type]
+            editor=RecordingEditor(),
             editor_schemas=specs,
         )
     granted = role_tools(role, trusted=trusted, has_checks=True, editor_tools=EDITOR_TOOL_NAMES)

@@ -17,7 +17,6 @@ from flow_core import (
     ChatMessage,
     ChatResponse,
     EditorBridge,
-    EditorFreshness,
     EditorLintResult,
     FlowConfig,
     NotTrustedError,
@@ -26,6 +25,7 @@ from flow_core import (
     ScriptedBackend,
     ToolCall,
 )
+from flow_testing.editors import RecordingEditor
 from flow_testing.replies import text
 
 PY = sys.executable
@@ -40,62 +40,6 @@ def edit(old: str, new: str) -> ChatResponse:
 APPROVE = text(json.dumps({"approved": True, "summary": "fine", "findings": []}))
 
 
-class DiskEditor:
-    """A bridge double that, like Rose, writes through to disk; records every call."""
-
-    def __init__(self, root: Path, *, workspace: str | None = None) -> None:
-        self.root = root
-        self.ws = workspace or str(root)
-        self.calls: list[str] = []
-        self.dirty: tuple[str, ...] = ()
-        self.snapshot = "s1"
-        self.lint_result: Callable[[Sequence[str]], EditorLintResult] = lambda p: EditorLintResult(
-            "ok", True, tuple(p)
-        )
-        self.closed = False
-
-    def workspace(self) -> str:
-        return self.ws
-
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": "editor_diagnostics",
-                "description": "d",
-                "inputSchema": {"type": "object"},
-                "readOnly": True,
-            },
-            {
-                "name": "editor_lint",
-                "description": "l",
-                "inputSchema": {"type": "object"},
-                "readOnly": False,
-            },
-        ]
-
-    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        self.calls.append(f"call:{name}")
-        return {}
-
-    def read_file(self, rel: str) -> str:
-        self.calls.append(f"read:{rel}")
-        return (self.root / rel).read_text()
-
-    def write_file(self, rel: str, text: str) -> None:
-        self.calls.append(f"write:{rel}")
-        (self.root / rel).write_text(text)
-
-    def freshness(self) -> EditorFreshness:
-        return EditorFreshness(self.dirty, self.snapshot)
-
-    def lint(self, paths: Sequence[str]) -> EditorLintResult:
-        self.calls.append("lint:" + ",".join(paths))
-        return self.lint_result(paths)
-
-    def close(self) -> None:
-        self.closed = True
-
-
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
@@ -105,7 +49,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def run_with(
-    editor: DiskEditor, config: FlowConfig, replies: Sequence[Any]
+    editor: RecordingEditor, config: FlowConfig, replies: Sequence[Any]
 ) -> tuple[Report, ScriptedBackend]:
     backend = ScriptedBackend(replies)
     bridge: EditorBridge = editor
@@ -119,7 +63,7 @@ def run_with(
 def test_editor_route_and_native_lint_coverage(
     ws: Path, flow_config: Callable[..., FlowConfig]
 ) -> None:
-    editor = DiskEditor(ws)
+    editor = RecordingEditor(ws)
     report, backend = run_with(
         editor,
         flow_config({"tests": TESTS}, agent={"max_cycles": 1}),
@@ -142,7 +86,7 @@ def test_editor_route_and_native_lint_coverage(
 def test_dirty_buffer_at_end_of_review_blocks(
     ws: Path, flow_config: Callable[..., FlowConfig]
 ) -> None:
-    editor = DiskEditor(ws)
+    editor = RecordingEditor(ws)
 
     def dirtying_reviewer(
         messages: list[ChatMessage], tools: Sequence[Mapping[str, Any]]
@@ -164,7 +108,7 @@ def test_dirty_buffer_at_end_of_review_blocks(
 def test_snapshot_change_during_review_blocks(
     ws: Path, flow_config: Callable[..., FlowConfig]
 ) -> None:
-    editor = DiskEditor(ws)
+    editor = RecordingEditor(ws)
 
     def reviewer(messages: list[ChatMessage], tools: Sequence[Mapping[str, Any]]) -> ChatResponse:
         editor.snapshot = "s2"
@@ -180,7 +124,7 @@ def test_snapshot_change_during_review_blocks(
 
 
 def test_dirty_buffers_refuse_checks(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
-    editor = DiskEditor(ws)
+    editor = RecordingEditor(ws)
     editor.dirty = ("other.py",)
     report, _ = run_with(
         editor,
@@ -192,7 +136,7 @@ def test_dirty_buffers_refuse_checks(ws: Path, flow_config: Callable[..., FlowCo
 
 
 def test_native_lint_errors_veto(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
-    editor = DiskEditor(ws)
+    editor = RecordingEditor(ws)
     editor.lint_result = lambda p: EditorLintResult("ok", True, tuple(p), error_count=1)
     report, _ = run_with(
         editor,
@@ -209,7 +153,7 @@ def test_editor_workspace_mismatch_fails_before_any_write(
 ) -> None:
     other = tmp_path / "other"
     other.mkdir()
-    editor = DiskEditor(ws, workspace=str(other))
+    editor = RecordingEditor(ws, workspace=str(other))
     report, backend = run_with(editor, flow_config({"tests": TESTS}), [text("plan")])
     assert report.status == "failed"
     assert "editor_workspace_mismatch" in [e.code for e in report.errors]
@@ -354,7 +298,7 @@ def test_editor_route_never_writes_an_mcp_client_config(
 ) -> None:
     """The bridge's buffer-aware writes get the same protected-path rule as disk writes."""
     (ws / ".mcp.json").write_text("{}\n")
-    editor = DiskEditor(ws)
+    editor = RecordingEditor(ws)
     write = ToolCall("w1", "write_file", {"path": ".mcp.json", "content": '{"x": 1}\n'})
     nested = ToolCall("w2", "write_file", {"path": ".vscode/mcp.json", "content": "{}\n"})
     report, _ = run_with(

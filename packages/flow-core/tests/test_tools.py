@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +13,10 @@ from flow_core import (
     FILE_TOOL_NAMES,
     READ_ONLY_TOOL_NAMES,
     CheckResult,
-    EditorError,
-    EditorFreshness,
-    EditorLintResult,
 )
 from flow_core.tools import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolLedger
 from flow_safeio import Workspace
+from flow_testing.editors import RecordingEditor, tool_schema
 
 
 @pytest.fixture
@@ -203,56 +201,17 @@ def test_before_write_sees_every_path_first(ws: Workspace) -> None:
     assert seen == ["a.txt", "a.txt"]
 
 
-class FakeEditor:
-    """An EditorBridge double that records calls; ``fail`` makes file I/O raise."""
-
-    def __init__(self, *, fail: bool = False) -> None:
-        self.fail = fail
-        self.files: dict[str, str] = {"e.py": "x = 1\r\n"}
-        self.calls: list[tuple[str, Any]] = []
-
-    def workspace(self) -> str:
-        return "/"
-
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": n,
-                "description": n,
-                "inputSchema": {"type": "object"},
-                "readOnly": n not in ("editor_lint", "editor_check"),
-            }
-            for n in (*EDITOR_TOOL_NAMES, "editor_exec")
-        ]
-
-    def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        self.calls.append((name, dict(arguments)))
-        return {"tool": name}
-
-    def read_file(self, rel: str) -> str:
-        self.calls.append(("read", rel))
-        if self.fail:
-            raise EditorError("editor gone")
-        return self.files[rel]
-
-    def write_file(self, rel: str, text: str) -> None:
-        self.calls.append(("write", rel))
-        if self.fail:
-            raise EditorError("unsaved buffer")
-        self.files[rel] = text
-
-    def freshness(self) -> EditorFreshness:
-        return EditorFreshness((), "s")
-
-    def lint(self, paths: Sequence[str]) -> EditorLintResult:
-        return EditorLintResult("ok", True, tuple(paths))
-
-    def close(self) -> None:
-        pass
+def _editor(*, fail: bool = False) -> RecordingEditor:
+    """An editor holding ``e.py`` in memory that offers every editor tool and one more."""
+    schemas = [
+        tool_schema(n, read_only=n not in ("editor_lint", "editor_check"))
+        for n in (*EDITOR_TOOL_NAMES, "editor_exec")
+    ]
+    return RecordingEditor(files={"e.py": "x = 1\r\n"}, schemas=schemas, fail=fail)
 
 
 def test_editor_tools_by_role(ws: Workspace) -> None:
-    ed = FakeEditor()
+    ed = _editor()
     schemas = ed.tool_schemas()
     planner = box(ws, "planner", editor=ed, editor_schemas=schemas)
     coder = box(ws, "coder", editor=ed, editor_schemas=schemas)
@@ -265,7 +224,7 @@ def test_editor_tools_by_role(ws: Workspace) -> None:
 
 def test_file_io_goes_through_the_editor_and_never_falls_back(ws: Workspace) -> None:
     Path(ws.root, "e.py").write_text("on disk\n")
-    ed = FakeEditor()
+    ed = _editor()
     b = box(ws, editor=ed, editor_schemas=ed.tool_schemas())
     assert b.call("read_file", {"path": "e.py"}).content.splitlines()[1] == "1\tx = 1"
     assert b.call("edit_file", {"path": "e.py", "old_text": "1", "new_text": "2"}).ok
@@ -278,7 +237,7 @@ def test_file_io_goes_through_the_editor_and_never_falls_back(ws: Workspace) -> 
     # flow-safeio's rule, case folding included (a case-insensitive disk is the same file)
     assert b.call("write_file", {"path": "FLOW.toml", "content": "y"}).error == "protected"
     assert ed.calls == []
-    broken = FakeEditor(fail=True)
+    broken = _editor(fail=True)
     b2 = box(ws, editor=broken, editor_schemas=broken.tool_schemas())
     out = b2.call("write_file", {"path": "e.py", "content": "new"})
     assert (out.ok, out.error) == (False, "editor_error")

@@ -7,6 +7,8 @@
 - :mod:`flow_testing.gitrepo`: ``git(cwd, *args)``, real git with a fixed identity.
 - :mod:`flow_testing.replies`: ``call``, ``text``, ``review``, the replies a ``ScriptedBackend``
   script is made of (imports ``flow_core``: only for suites of packages that depend on it).
+- :mod:`flow_testing.editors`: ``RecordingEditor``, one editor-bridge double (files on disk or in
+  memory, every call recorded; imports ``flow_core`` like ``replies``).
 - :mod:`flow_testing.testmap`: what a package's ``tests/README.md`` map misses or names wrongly.
 
 No other module imports a Flow package, so a package's tests need no sibling beyond its own.
