@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from flow_testing.procs import leader_gone
+
 PASS = [sys.executable, "-c", "print('all good')"]
 FAIL = [sys.executable, "-c", "import sys; print('broken'); sys.exit(3)"]
 # Prints through Python's stdout, straight to descriptor 1, and to stderr.
@@ -167,24 +169,6 @@ def _wait_for(path: Path, proc, deadline_s: float = 60.0) -> int:
     raise AssertionError(f"{path} never appeared")
 
 
-def _gone(pid: int, deadline_s: float = 30.0) -> bool:
-    """True once no process with ``pid`` exists (a zombie left for init counts as gone)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, IndexError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_during_long_check_kills_its_group(env, h, tmp_path, workspace, sig) -> None:
     pidfile = tmp_path / "check.pid"
@@ -216,8 +200,8 @@ def test_signal_during_long_check_kills_its_group(env, h, tmp_path, workspace, s
     report = json.loads(stdout)
     assert report["status"] == "interrupted"
     assert report["ok"] is False
-    assert _gone(pid), "the check process group survived"
-    assert _gone(grandchild), "a process in the check's group survived"
+    assert leader_gone(pid), "the check process group survived"
+    assert leader_gone(grandchild), "a process in the check's group survived"
 
 
 def test_progress_is_silent_when_stderr_is_not_a_terminal(env, h, tmp_path, workspace) -> None:

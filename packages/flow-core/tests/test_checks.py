@@ -13,6 +13,7 @@ import pytest
 from flow_core import CheckConfig, kill_all_process_groups, run_check
 from flow_core.verify._checks import OUTPUT_TAIL_BYTES, CheckWatch, live_process_groups
 from flow_testing.editors import RecordingEditor
+from flow_testing.procs import group_alive, process_state
 
 PY = sys.executable
 
@@ -20,28 +21,6 @@ PY = sys.executable
 def check(cmd: list[str], *, timeout: int = 30_000, executable: str | None = "auto") -> CheckConfig:
     exe = cmd[0] if executable == "auto" else executable
     return CheckConfig(cmd=tuple(cmd), timeout=timeout, kind="test", executable=exe)
-
-
-def group_alive(pgid: int) -> bool:
-    """Any non-zombie process still in the group (zombies wait for PID 1 to reap them)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_bytes()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if fields[0] != b"Z" and int(fields[2]) == pgid:
-            return True
-    return False
 
 
 def test_passing_check_records_exit_code_duration_and_output(tmp_path: Path) -> None:
@@ -94,8 +73,7 @@ def test_timeout_kills_the_whole_process_tree(tmp_path: Path) -> None:
         except ProcessLookupError:
             continue
         # Still listed only as a zombie waiting for init to reap it.
-        state = Path(f"/proc/{pid}/stat").read_bytes()
-        assert state[state.rfind(b")") + 2 :].split()[0] == b"Z"
+        assert process_state(pid) == "Z"
     assert live_process_groups() == []
 
 

@@ -25,6 +25,7 @@ from flow_core import (
     ToolCall,
     UnknownCheckError,
 )
+from flow_testing.procs import group_alive
 from flow_testing.replies import call, review, text
 
 PY = sys.executable
@@ -214,19 +215,6 @@ def test_optional_missing_executable_still_runs(
     assert extra.error.code == "check_missing"
 
 
-def _alive_in_group(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_bytes()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if fields[0] != b"Z" and int(fields[2]) == pgid:
-                return True
-    return False
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to look for orphans")
 def test_check_timeout_leaves_no_orphan(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
     pids = ws.parent / "pids"
@@ -248,7 +236,7 @@ def test_check_timeout_leaves_no_orphan(ws: Path, flow_config: Callable[..., Flo
     assert report.checks[0].status == "timeout"
     assert report.checks[0].error is not None
     assert report.checks[0].error.code == "check_timeout"
-    assert not _alive_in_group(int(pids.read_text()))
+    assert not group_alive(int(pids.read_text()))
 
 
 def test_lint_missing_for_an_edited_language(

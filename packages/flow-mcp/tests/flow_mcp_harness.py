@@ -397,12 +397,3 @@ def read_fifo(path: Path) -> list[int]:
         return [int(p) for p in os.read(fd, 200).decode().split()]
     finally:
         os.close(fd)
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -24,24 +24,11 @@ from flow_mcp_harness import (
     FakeOllama,
     RawServer,
     ServerFactory,
-    alive,
     hello_script,
     read_fifo,
 )
 
-
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
+from flow_testing.procs import alive, group_members
 
 
 def recv_id(server: RawServer, rid: Any) -> dict[str, Any]:
@@ -98,7 +85,7 @@ def test_ping_during_a_check_then_cancel_kills_it_and_sends_no_answer(
     )
     status = recv_id(server, "st")
     assert status["result"]["structuredContent"]["kind"] == "status"
-    assert _group_members(pids[0]) == []
+    assert group_members(pids[0]) == []
     assert not any(alive(p) for p in pids)
 
     assert server.finish() == 0
@@ -165,7 +152,7 @@ def test_cancelled_run_rolls_its_edits_back(
         {"jsonrpc": "2.0", "id": "st", "method": "tools/call", "params": {"name": "flow_status"}}
     )
     recv_id(server, "st")
-    assert _group_members(pids[0]) == []
+    assert group_members(pids[0]) == []
     if before is None:
         assert not target.exists()
     else:
@@ -214,7 +201,7 @@ def test_eof_during_a_check_interrupts_it_and_answers_interrupted(
     server.read_to_eof()
     assert server.wait() == 0
     server.assert_stdout_pure()
-    assert _group_members(pids[0]) == []
+    assert group_members(pids[0]) == []
     assert not any(alive(p) for p in pids)
 
 

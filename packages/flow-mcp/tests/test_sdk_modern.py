@@ -23,12 +23,13 @@ from flow_mcp_harness import (
     DEADLINE_S,
     HANGING_AFTER_BASELINE,
     FakeOllama,
-    alive,
     read_fifo,
     server_env,
     write_config,
 )
 from mcp import Client, StdioServerParameters
+
+from flow_testing.procs import alive
 
 
 def _params(tmp_path: Path, workspace: Path, ollama: FakeOllama, checks: Any) -> Any:

@@ -29,6 +29,7 @@ from flow_mcp_harness import (
 )
 
 import flow_mcp
+from flow_testing.procs import alive, group_members
 
 
 def assert_alive(server: RawServer, rid: Any = "alive?") -> None:
@@ -447,29 +448,6 @@ def test_signal_while_idle(start_server: ServerFactory, signum: int, code: int) 
     server.assert_stdout_pure()
 
 
-def _process_state(pid: int) -> str | None:
-    """The /proc state letter of ``pid``, or None when it no longer exists."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[0]
-
-
-def _live_group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry.name))
-    return members
-
-
 HANGING_CHECK = """
 import os, subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -512,7 +490,7 @@ def test_signal_mid_check_kills_the_check_process_group(
         }
     )
     pids = [int(p) for p in _read_fifo(fifo).split()]
-    assert all(_process_state(p) not in (None, "Z") for p in pids)
+    assert all(alive(p) for p in pids)
     server.proc.send_signal(signum)
     server.read_to_eof()
     assert server.wait() == code
@@ -522,8 +500,8 @@ def test_signal_mid_check_kills_the_check_process_group(
     assert len(answers) == 1, server.lines
     assert answers[0]["result"]["isError"] is True
     assert answers[0]["result"]["structuredContent"]["status"] == "interrupted"
-    assert _live_group_members(pids[0]) == []
-    assert [p for p in pids if _process_state(p) not in (None, "Z")] == []
+    assert group_members(pids[0]) == []
+    assert [p for p in pids if alive(p)] == []
     assert "interrupted" in server.stderr()
 
 

@@ -9,6 +9,7 @@
   script is made of (imports ``flow_core``: only for suites of packages that depend on it).
 - :mod:`flow_testing.editors`: ``RecordingEditor``, one editor-bridge double (files on disk or in
   memory, every call recorded; imports ``flow_core`` like ``replies``).
+- :mod:`flow_testing.procs`: processes and process groups as ``/proc`` shows them (orphan checks).
 - :mod:`flow_testing.testmap`: what a package's ``tests/README.md`` map misses or names wrongly.
 
 No other module imports a Flow package, so a package's tests need no sibling beyond its own.
