@@ -16,11 +16,12 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from flow_core._protocols import ChatBackend, ChatMessage, ChatResponse
+from flow_core._protocols import ChatBackend, ChatMessage, ChatResponse, ToolCall
 
 if TYPE_CHECKING:
     from flow_core._report import CheckResult, Report
     from flow_core.store import RunRecord
+    from flow_core.tools._calls import ToolOutcome
 
 __all__ = ["NULL_JOURNAL", "Journal"]
 
@@ -126,29 +127,19 @@ class Journal:
         if self.record is not None:
             self.record.transcript(type_, **fields)
 
-    def tool_call(
-        self,
-        *,
-        call_id: str,
-        name: str,
-        arguments: Any,
-        ok: bool,
-        error: str | None,
-        content: str,
-        **where: Any,
-    ) -> None:
+    def tool_call(self, call: ToolCall, outcome: ToolOutcome, **where: Any) -> None:
         """One tool call: the arguments as the model sent them and the result it was shown.
 
         What a write left is recorded by ``written``, right after the write itself.
         """
         self.note(
             "tool_call",
-            id=call_id,
-            name=name,
-            arguments=arguments,
-            ok=ok,
-            error=error,
-            result=content,
+            id=outcome.id,
+            name=call.name,
+            arguments=call.arguments,
+            ok=outcome.ok,
+            error=outcome.error,
+            result=outcome.content,
             **where,
         )
 

@@ -263,17 +263,7 @@ class RoleLoop:
             self._refuse_over_budget(call, turn)
         args = call.arguments if isinstance(call.arguments, dict) else {}
         outcome = self.toolbox.call(call.name, args)
-        state.journal.tool_call(
-            call_id=outcome.id,
-            name=call.name,
-            arguments=call.arguments,
-            ok=outcome.ok,
-            error=outcome.error,
-            content=outcome.content,
-            role=role,
-            cycle=cycle,
-            turn=turn,
-        )
+        state.journal.tool_call(call, outcome, role=role, cycle=cycle, turn=turn)
         state.emit(tool_event(state.ledger.records[-1], role=role, turn=turn))
         content = outcome.content
         if role != "coder":
