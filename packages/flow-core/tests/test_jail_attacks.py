@@ -444,6 +444,32 @@ def test_disk_is_bounded_for_all_the_check_writes(jail_ok: None, ws: Path) -> No
     assert not (ws / "spread.bin").exists()
 
 
+_FILL_AND_DELETE = """
+import os, time
+stopped = None
+try:
+    with open('fill.bin', 'wb') as fh:
+        for _ in range(40):
+            fh.write(b'f' * (1024 * 1024))
+            fh.flush()
+except OSError as err:
+    stopped = err.errno
+print('stopped', stopped)
+time.sleep(2)  # the check holds its full disk a while, then hides it
+os.remove('fill.bin')
+"""
+
+
+def test_a_check_that_fills_its_disk_and_deletes_it_ends_limit(jail_ok: None, ws: Path) -> None:
+    off = _attack(ws, _FILL_AND_DELETE, mode="off", disk_mib=16)
+    assert "stopped None" in off, off  # the control: nothing stops 40 MiB
+    result = _limited(ws, _FILL_AND_DELETE, "disk bounded for /tmp only", disk_mib=16)
+    assert "stopped 28" in result.output_tail, result.output_tail  # ENOSPC
+    assert result.status == "limit", (result.status, result.output_tail)
+    assert result.error is not None
+    assert "sandbox.disk_mib" in result.error.message
+
+
 _SPIN = """
 import time
 while time.process_time() < 2.0:

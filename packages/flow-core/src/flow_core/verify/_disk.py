@@ -10,11 +10,12 @@ temporary folder, holding:
 
 Once the copy is made, the tmpfs is resized to what the copy uses plus ``sandbox.disk_mib``,
 so everything the check writes (edits of its copy, new files there, ``/tmp``, ``HOME``,
-``/dev/shm``) stops together with ``ENOSPC`` at ``disk_mib``. ``CheckDisk.full`` after the
-check says whether it ran into that bound (less than ``FULL_BYTES`` left): the check's status
-is then ``limit`` naming ``disk_mib``. ``CheckDisk.close`` unmounts (lazily: the jail's last
-process may still be going) and removes the folder; a Flow killed before that leaves it for
-the next Flow's sweep (``_cgroup.sweep_once``).
+``/dev/shm``) stops together with ``ENOSPC`` at ``disk_mib``. ``CheckDisk.full``, read while
+the check runs (every 0.1 s, ``Jail._watch``) and after it, says whether it ran into that
+bound (less than ``FULL_BYTES`` left): the check's status is then ``limit`` naming
+``disk_mib``, also when it deleted what it wrote before it ended. ``CheckDisk.close``
+unmounts (lazily: the jail's last process may still be going) and removes the folder; a
+Flow killed before that leaves it for the next Flow's sweep (``_cgroup.sweep_once``).
 
 Where a mount is refused (Flow not root, a container without ``CAP_SYS_ADMIN``) there is no
 ``CheckDisk``: the jail's ``/tmp`` and ``/dev/shm`` are then bubblewrap tmpfs of ``disk_mib``

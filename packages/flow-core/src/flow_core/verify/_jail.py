@@ -31,8 +31,8 @@ __all__ = ["CheckScope", "CheckWatch", "Jail"]
 
 #: Seconds to wait for bubblewrap's ``--info-fd`` report after it started.
 _INFO_TIMEOUT_S = 5.0
-#: Seconds between two reads of a check's CPU time (``sandbox.cpu_seconds``).
-_CPU_POLL_S = 0.1
+#: Seconds between two reads of a check's CPU time (``sandbox.cpu_seconds``) and free disk.
+_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ class Jail:
         disk: the check's own tmpfs (``verify/_disk.py``: its copy, ``/tmp``, ``/dev/shm``),
             or None.
         cpu_budget_s: ``sandbox.cpu_seconds`` (0: none); ``cpu_over`` is set when the check
-            used more and was ended for it.
+            used more and was ended for it; ``disk_full`` when its disk was seen full while
+            it ran (``_watch``).
     """
 
     kind: SandboxKind
@@ -108,6 +109,7 @@ class Jail:
     disk: CheckDisk | None = None
     cpu_budget_s: float = 0.0
     cpu_over: bool = False
+    disk_full: bool = False
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
     def started(self, kill: Callable[[], None]) -> int | None:
@@ -124,8 +126,8 @@ class Jail:
             The host pid of the jail's pid 1, or None (no jail, or it could not be limited).
         """
         pid = self._read_info()
-        if self.cpu_budget_s > 0 and self.cgroup is not None:
-            self._watch_cpu(self.cgroup, kill)
+        if (self.cpu_budget_s > 0 and self.cgroup is not None) or self.disk is not None:
+            self._watch(kill)
         if self.block_fd < 0:
             return pid
         try:
@@ -149,24 +151,30 @@ class Jail:
         self.block_fd = -1
         return pid
 
-    def _watch_cpu(self, group: CheckCgroup, kill: Callable[[], None]) -> None:
-        """Read the check's CPU time every ``_CPU_POLL_S``; past the budget, ``kill`` it.
+    def _watch(self, kill: Callable[[], None]) -> None:
+        """Every ``_POLL_S`` while the check runs: read its CPU time and, past
+        ``cpu_budget_s``, ``kill`` it (``cpu_over``); see whether its disk is full
+        (``disk_full``).
 
         The kernel has no total CPU-time limit for a group of processes (``RLIMIT_CPU`` is
         per process, a ``cpu`` quota is a rate), so the cgroup's usage is polled; the check
-        may overrun by up to one interval times the CPUs it has.
+        may overrun by up to one interval times the CPUs it has. A tmpfs keeps no high-water
+        mark, so a check that filled its disk and deleted what it wrote is seen only when
+        the disk stayed full across one poll.
         """
         stop = threading.Event()
+        group, disk = self.cgroup, self.disk
 
         def watch() -> None:
-            while not stop.wait(_CPU_POLL_S):
-                used = group.cpu_seconds()
-                if used is not None and used > self.cpu_budget_s:
+            while not stop.wait(_POLL_S):
+                if disk is not None and not self.disk_full and disk.full():
+                    self.disk_full = True
+                used = group.cpu_seconds() if group is not None and self.cpu_budget_s else None
+                if used is not None and used > self.cpu_budget_s and not self.cpu_over:
                     self.cpu_over = True
                     kill()
-                    return
 
-        thread = threading.Thread(target=watch, name="flow-cpu-budget", daemon=True)
+        thread = threading.Thread(target=watch, name="flow-check-watch", daemon=True)
         thread.start()
 
         def end() -> None:
@@ -180,7 +188,8 @@ class Jail:
         ``close``): ``memory_mib``, ``processes``, ``cpu_seconds``, ``disk_mib``."""
         hit = self.cgroup.hit() if self.cgroup is not None else []
         hit += ["cpu_seconds"] if self.cpu_over else []
-        return hit + (["disk_mib"] if self.disk is not None and self.disk.full() else [])
+        full = self.disk is not None and (self.disk_full or self.disk.full())
+        return hit + (["disk_mib"] if full else [])
 
     def _read_info(self) -> int | None:
         """Close the child's ends; parse ``child-pid`` from bubblewrap's ``--info-fd``."""

@@ -40,7 +40,7 @@ starts inherit them; without a jail they are set in a ``preexec_fn``. ``RLIMIT_C
 hierarchy, or the root of a cgroup v2 hierarchy with ``pids`` enabled), because
 ``RLIMIT_NPROC`` is not enforced for root; where no such cgroup can be created the result
 says so in ``sandbox_reason``. ``sandbox.cpu_seconds`` is a total: a thread reads the
-cgroup's CPU time every 0.1 s and ends the check past it (``verify/_jail.py``, ``Jail._watch_cpu``).
+cgroup's CPU time every 0.1 s and ends the check past it (``verify/_jail.py``, ``Jail._watch``).
 Everything a jailed check writes lies on its own tmpfs of ``disk_mib`` beyond its copy
 (``verify/_disk.py``) where Flow may mount one; the results folder (``writable``) is bounded
 per file only.
