@@ -5,9 +5,9 @@ pytest's JUnit results by default); (B) the config with ``--junitxml={junit_xml}
 ``results = "junit"``. A scripted model plays every role (its reviewer approves whatever it
 sees: the gate, not the model, decides); the checks are real pytest and ruff. The positive
 control comes first: the honest fix verifies in both. Then the forgeries the evidence run
-closes (forged tests, a forged cache a check left, the test runner's harness) and the writes
-the file tools refuse because they change what runs (shadowing modules, startup files, an
-encoding declaration). Each leaves the run unverified with the bug still in the code; each
+closes (forged tests, with and without consent to test edits, a forged cache a check left,
+the test runner's harness) and the writes the file tools refuse because they change what runs
+(shadowing modules, startup files, an encoding declaration). Each leaves the run unverified with the bug still in the code; each
 harness file the model wrote is listed in ``tests_changed``, each refusal names its rule
 (``docs/architecture.md``, "The evidence run", "Writes that change what runs").
 """
@@ -52,9 +52,14 @@ def op_config(tmp_path: Path, project: Path, url: str, results: str) -> Path:
     return cfg
 
 
-def forged(env, tmp_path, project, fake_ollama, results: str, calls: list[Call]) -> dict[str, Any]:
+def forged(
+    env, tmp_path, project, fake_ollama, results: str, calls: list[Call], *, consent: bool = False
+) -> dict[str, Any]:
     fake = fake_ollama(script(calls))
-    code, report, stderr = run(env, op_config(tmp_path, project, fake.url, results))
+    cfg = op_config(tmp_path, project, fake.url, results)
+    if consent:
+        cfg.write_text(cfg.read_text().replace("[agent]\n", "[agent]\nallow_test_edits = true\n"))
+    code, report, stderr = run(env, cfg)
     assert code == 1, stderr
     assert report["verified"] is False
     assert report["run_id"]  # recorded in the run store, as users run it
@@ -115,6 +120,26 @@ def test_forged_tests_decide_nothing(
 ) -> None:
     report = forged(env, tmp_path, project, fake_ollama, results, calls)
     assert report["tests_changed"] == [calls[0][1]["path"]]
+    assert checks_of(report)["tests"]["status"] == "failed"
+
+
+@CONFIGS
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [write("test_0.py", EXIT_0)],
+        [write("test_calc.py", TESTS.replace("== 6", "== 3"))],
+        [write("test_calc.py", TESTS.replace("assert calc", "assert True or calc"))],
+    ],
+    ids=["exit0-test", "edit", "vacuous"],
+)
+def test_with_consent_to_test_edits_forged_tests_still_do_not_count(
+    env, tmp_path, project, fake_ollama, results: str, calls: list[Call]
+) -> None:
+    # [agent] allow_test_edits: the model's tests count only fail-to-pass, and these do not.
+    report = forged(env, tmp_path, project, fake_ollama, results, calls, consent=True)
+    assert report["fail_to_pass"] == []
+    assert report["fail_to_pass_rejected"]
     assert checks_of(report)["tests"]["status"] == "failed"
 
 

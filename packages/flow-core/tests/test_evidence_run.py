@@ -9,7 +9,9 @@ from pathlib import Path
 
 from flow_core.verify._harness import (
     baseline_test_files,
+    changed_tests,
     is_test_file,
+    judge_fail_to_pass,
     plugin_modules,
     split_changes,
 )
@@ -117,6 +119,59 @@ def test_the_harness_keeps_its_baseline_bytes_and_the_rest_is_the_models() -> No
     again = split_changes(edited, _reader(base), tests=set(), argv=["pytest"])
     assert again.changed == {"pyproject.toml"}
     assert again.overlay["pyproject.toml"] == base["pyproject.toml"]
+    # The fail-to-pass runs: the changed test files that exist now, and a baseline tree with
+    # the harness changes only (the fix at its baseline bytes, a new plugin absent).
+    assert changed_tests(split, {"tests/unit/check_calc.py"}) == [
+        "tests/unit/check_calc.py",
+        "tests/unit/test_new.py",
+    ]
+    tests_only = split.tests_only()
+    assert tests_only["calc.py"] == base["calc.py"]
+    assert tests_only["tests/unit/test_new.py"] == changes["tests/unit/test_new.py"]
+    assert tests_only["setup.cfg"] == base["setup.cfg"]
+    assert split.now == changes
+
+
+def test_fail_to_pass_counts_only_a_test_that_fails_then_passes() -> None:
+    files = ["t/test_a.py", "t/test_b.py", "t/test_gone.py"]
+    before = JUnitResults(
+        {
+            "t.test_a::test_fixed": "failed",
+            "t.test_a::test_vacuous": "passed",
+            "t.test_a::test_same": "passed",
+            "t.test_a::test_skip": "skipped",
+            "t.test_a::test_broken": "failed",
+            "t.test_b": "error",  # the module failed to import: its tests count as failing
+        }
+    )
+    after = JUnitResults(
+        {
+            "t.test_a::test_fixed": "passed",
+            "t.test_a::test_vacuous": "passed",
+            "t.test_a::test_same": "passed",
+            "t.test_a::test_skip": "passed",
+            "t.test_a::test_broken": "failed",
+            "t.test_a::test_late": "passed",  # defined only when the fix is in
+            "t.test_b::test_new": "passed",
+            "other::test_x": "failed",  # not a changed file's test
+        }
+    )
+    baseline = JUnitResults({"t.test_a::test_same": "passed"})
+    verdict = judge_fail_to_pass(files, before, after, baseline)
+    assert verdict.counted == ["t.test_a::test_fixed", "t.test_b::test_new"]
+    assert verdict.rejected == [
+        "t.test_a::test_broken: failed on the changed tree",
+        "t.test_a::test_late: not collected on the baseline tree",
+        "t.test_a::test_skip: skipped on the baseline tree",
+        "t.test_a::test_vacuous: passes on the baseline tree too (vacuous)",
+        "t/test_gone.py: no test of it ran on the changed tree",
+    ]
+    nothing = judge_fail_to_pass(files[:1], None, after, None)
+    assert nothing.counted == []
+    assert all("baseline tree gave no readable" in r for r in nothing.rejected)
+    assert judge_fail_to_pass(files[:1], before, None, None).rejected == [
+        "t/test_a.py: the changed tree gave no readable test results"
+    ]
 
 
 def test_plugin_modules_and_test_file_names() -> None:

@@ -143,6 +143,13 @@ def check(ctx: click.Context, /, name: str | None, **values: str | bool | None) 
     help="Go on when a required lint/type check already fails before any change, judging it "
     "by new findings only (default: [agent] allow_failing_baseline).",
 )
+@click.option(
+    "--allow-test-edits",
+    is_flag=True,
+    default=False,
+    help="Let test files the model changed or added count, each test only when it fails "
+    "without the change and passes with it (default: [agent] allow_test_edits).",
+)
 @common_options
 @click.pass_context
 def run(
@@ -151,6 +158,7 @@ def run(
     task: str,
     isolate: bool | None,
     allow_failing_baseline: bool,
+    allow_test_edits: bool,
     **values: str | bool | None,
 ) -> int:
     """Run the verified planner → coder → reviewer workflow on TASK; print one JSON report.
@@ -167,7 +175,14 @@ def run(
         collect(ctx, **values),
         task=task,
         isolate=isolate,
-        allow_failing_baseline=allow_failing_baseline,
+        agent={
+            key: True
+            for key, on in (
+                ("allow_failing_baseline", allow_failing_baseline),
+                ("allow_test_edits", allow_test_edits),
+            )
+            if on
+        },
     )
 
 

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 from flow_cli._options import CommonOptions
@@ -42,7 +42,7 @@ def build_runtime(
     *,
     on_event: Callable[[Event], None] | None = None,
     model: str | None = None,
-    allow_failing_baseline: bool = False,
+    agent: Mapping[str, bool] | None = None,
 ) -> Runtime:
     """Load the configuration for ``opts`` and build a Runtime.
 
@@ -51,7 +51,8 @@ def build_runtime(
             configuration loads, before anything else is built.
         on_event: progress sink, or None.
         model: a model that overrides ``opts.model`` (the TUI's ``/model NAME``).
-        allow_failing_baseline: set ``agent.allow_failing_baseline`` (``run`` only).
+        agent: ``[agent]`` consents set by ``run``'s flags (``allow_failing_baseline``,
+            ``allow_test_edits``), applied over the loaded configuration.
 
     Every run of this runtime is recorded in the user's run store
     (``$XDG_STATE_HOME/flow/runs``).
@@ -68,10 +69,10 @@ def build_runtime(
         workspace=opts.workspace,
         model=model if model is not None else opts.model,
     )
-    if allow_failing_baseline:
+    if agent:
         config = loaded.config
-        agent = config.agent.model_copy(update={"allow_failing_baseline": True})
-        loaded = dataclasses.replace(loaded, config=config.model_copy(update={"agent": agent}))
+        table = config.agent.model_copy(update=dict(agent))
+        loaded = dataclasses.replace(loaded, config=config.model_copy(update={"agent": table}))
     return open_runtime(loaded, trusted=opts.trusted, on_event=on_event)
 
 
@@ -207,7 +208,7 @@ def run_report_command(
     name: str | None = None,
     task: str | None = None,
     isolate: bool | None = None,
-    allow_failing_baseline: bool = False,
+    agent: Mapping[str, bool] | None = None,
 ) -> int:
     """Run ``status``, ``check`` or ``run`` and print exactly one JSON report on stdout.
 
@@ -217,14 +218,14 @@ def run_report_command(
         name: the check name for ``check`` (None: every configured check).
         task: the task text for ``run``.
         isolate: ``run --isolate`` (None: the config's ``[runs] isolate``).
-        allow_failing_baseline: ``run --allow-failing-baseline`` (sets
-            ``agent.allow_failing_baseline``).
+        agent: ``[agent]`` consents set by ``run``'s flags (``--allow-failing-baseline``,
+            ``--allow-test-edits``); see :func:`build_runtime`.
 
     Returns:
         The exit code (see ``exit_code_for``; 2 for configuration and trust errors).
     """
     interrupts = _Interrupts()
-    request = _Request(kind, name, task, isolate, allow_failing_baseline)
+    request = _Request(kind, name, task, isolate, agent)
     with StdoutGuard() as out, interrupts.signals.installed():
         code, report = _produce(request, opts, interrupts)
         out.emit(report.to_json())
@@ -239,7 +240,7 @@ class _Request:
     name: str | None = None
     task: str | None = None
     isolate: bool | None = None
-    allow_failing_baseline: bool = False
+    agent: Mapping[str, bool] | None = None
 
 
 def _produce(request: _Request, opts: CommonOptions, interrupts: _Interrupts) -> tuple[int, Report]:
@@ -263,7 +264,7 @@ def _produce(request: _Request, opts: CommonOptions, interrupts: _Interrupts) ->
                 runtime = build_runtime(
                     opts,
                     on_event=progress.on_event if progress else None,
-                    allow_failing_baseline=request.allow_failing_baseline,
+                    agent=request.agent,
                 )
                 interrupts.runtime = runtime
                 report = _work(runtime, request, opts, progress)

@@ -386,6 +386,18 @@ class Report(_Model):
         "a test, test-runner configuration and plugins) the model changed or added; the "
         "evidence run used the baseline's versions, so they decide nothing",
     )
+    fail_to_pass: list[str] = Field(
+        default_factory=list,
+        description='"CHECK: TEST_ID" for each test in a test file the model changed or added '
+        "that failed on the baseline tree (the baseline plus only the test and harness "
+        "changes) and passed on the changed tree: the evidence those tests give, with "
+        "agent.allow_test_edits only",
+    )
+    fail_to_pass_rejected: list[str] = Field(
+        default_factory=list,
+        description='"CHECK: TEST_ID: WHY" for each such test that did not count (it passed on '
+        "the baseline tree, or did not pass on the changed tree), with agent.allow_test_edits",
+    )
     weak_evidence: list[str] = Field(
         default_factory=list,
         description="test checks whose pass rests on the exit status alone (Flow reads no "

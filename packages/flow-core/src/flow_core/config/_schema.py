@@ -171,6 +171,10 @@ class AgentConfig(_Strict):
             (``no_progress``).
         allow_failing_baseline: go on when a required static check fails on the untouched
             tree, judging it by new findings only (``run/_baseline.py``).
+        allow_test_edits: the operator's consent that test files the model changed or added
+            count as evidence, each test only when it fails on the baseline tree and passes
+            on the changed tree (fail-to-pass; ``run/_fail_to_pass.py``); without it they
+            decide nothing (``docs/architecture.md``, "The evidence run").
     """
 
     max_iterations: int = Field(default=6, ge=1)
@@ -181,6 +185,7 @@ class AgentConfig(_Strict):
     max_repeated_calls: int = Field(default=2, ge=1)
     max_idle_turns: int = Field(default=3, ge=1)
     allow_failing_baseline: bool = False
+    allow_test_edits: bool = False
 
 
 class CheckConfig(BaseModel):

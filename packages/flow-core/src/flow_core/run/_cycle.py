@@ -34,6 +34,7 @@ from flow_core._errors import BackendError, EditorError
 from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Event, Role
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
+from flow_core.run._fail_to_pass import judge_changed_tests
 from flow_core.run._fence import fence
 from flow_core.run._guided import guided_format, probe_format, probe_messages, probe_passed
 from flow_core.run._loop import RoleSpec, guarded, run_role
@@ -234,6 +235,7 @@ class RunDriver:
         fresh_checked = self._freshness(cycle)
         checks = [self.run.run_check(name, cycle, evidence=True) for name in config.checks]
         state.check_stop()
+        judge_changed_tests(self.run)  # with [agent] allow_test_edits only
         state.final_checks = checks
         changed = self.changes.changed_files()
         native = self._native_lint(changed, cycle)
@@ -338,15 +340,18 @@ class RunDriver:
     def _review(
         self, task: str, cycle: int, checks: Sequence[CheckResult]
     ) -> tuple[Review | None, str]:
-        state = self.state
+        state, evidence = self.state, self.run.evidence
         user = reviewer_prompt(
             task,
             state.plan,
             checks,
             self.changes.diff(),
             limit=self.config.agent.max_context_chars,
-            tests_changed=sorted(self.run.evidence.tests_changed),
+            tests_changed=sorted(evidence.tests_changed),
             weak=[n for n, c in self.config.checks.items() if is_weak(c)],
+            fail_to_pass=(evidence.fail_to_pass, evidence.fail_to_pass_rejected)
+            if self.config.agent.allow_test_edits
+            else None,
         )
         outcome = self._role("reviewer", user, cycle=cycle, response_format=REVIEW_SCHEMA)
         if not outcome.completed:

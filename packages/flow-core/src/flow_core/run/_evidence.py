@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from flow_core.config import CheckConfig
     from flow_core.verify._tree import WorkspacePlan
 
-__all__ = ["MAX_LISTED_CHANGES", "Prepared", "RunEvidence", "prepare"]
+__all__ = ["MAX_LISTED_CHANGES", "Prepared", "RunEvidence", "collect_results", "prepare"]
 
 #: Outside changes named one by one in the gate's reasons (the report lists them all).
 MAX_LISTED_CHANGES = 20
@@ -121,8 +121,12 @@ def _counts(results: JUnitResults) -> ResultCounts:
     )
 
 
-def _collect(prepared: Prepared) -> tuple[JUnitResults | None, str | None]:
-    """Read and parse the results file, then remove the private folder."""
+def collect_results(prepared: Prepared) -> tuple[JUnitResults | None, str | None]:
+    """Read and parse a prepared check's results file, then remove its private folder.
+
+    Returns:
+        ``(results, None)``, or ``(None, why)`` when the file is missing or unusable.
+    """
     assert prepared.results_path is not None
     try:
         return parse_junit(read_junit(prepared.results_path)), None
@@ -150,6 +154,10 @@ class RunEvidence:
     plan: WorkspacePlan | None = None
     #: Harness files the model changed or added (``verify/_harness.py``).
     tests_changed: set[str] = field(default_factory=set)
+    #: With ``agent.allow_test_edits``: the changed or new tests that counted, and those that
+    #: did not with why, as of the latest verification (``run/_fail_to_pass.py``).
+    fail_to_pass: list[str] = field(default_factory=list)
+    fail_to_pass_rejected: list[str] = field(default_factory=list)
 
     # -- structured results ---------------------------------------------------------------------
 
@@ -165,7 +173,7 @@ class RunEvidence:
         """
         if prepared.results_path is None:
             return result
-        parsed, problem = _collect(prepared)
+        parsed, problem = collect_results(prepared)
         name = result.name
         if baseline:
             self.baseline[name] = parsed

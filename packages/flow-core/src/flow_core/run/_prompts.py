@@ -66,14 +66,17 @@ def reviewer_prompt(
     limit: int,
     tests_changed: Sequence[str] = (),
     weak: Sequence[str] = (),
+    fail_to_pass: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> str:
     """The reviewer's user message; the diff is cut to a third of ``limit`` characters.
 
     Besides the task, the plan, the checks' statuses and the diff it carries the evidence the
     host gathered (``docs/architecture.md``, "The evidence run"): the baseline tests that now
-    pass, the test and harness files the model changed or added (which decided nothing), and
-    the test checks whose pass rests on the exit status alone. Test ids and paths are
-    workspace text, so that block is fenced like the diff (``run/_fence.py``).
+    pass, the test and harness files the model changed or added (which decided nothing), the
+    test checks whose pass rests on the exit status alone and, with the operator's consent to
+    test edits, ``fail_to_pass``: the changed or new tests that failed without the change and
+    pass with it, and those that did not count with why (``run/_fail_to_pass.py``). Test ids
+    and paths are workspace text, so that block is fenced like the diff (``run/_fence.py``).
     """
     cap = max(1_000, limit // 3)
     if len(diff) > cap:
@@ -82,19 +85,23 @@ def reviewer_prompt(
         f"- {r.name} ({r.kind}, {'required' if r.required else 'optional'}): {r.status}"
         for r in checks
     )
+    evidence = _evidence_block(checks, tests_changed, weak, fail_to_pass)
     # The plan was written from workspace files and the diff is workspace text: both are
     # fenced as data with ids the coder never saw (_fence.py).
     return (
         f"{DATA_NOTICE}\n\nTask:\n{task}\n\nPlan:\n{fence('plan', plan or '')}\n\n"
         f"Checks run by the host:\n{summary}\n\n"
-        f"Evidence gathered by the host:\n{_evidence_block(checks, tests_changed, weak)}\n\n"
+        f"Evidence gathered by the host:\n{evidence}\n\n"
         f"Diff:\n{fence('diff', diff) if diff else '(no changes)'}\n\n"
         "Reply with the JSON review object only."
     )
 
 
 def _evidence_block(
-    checks: Sequence[CheckResult], tests_changed: Sequence[str], weak: Sequence[str]
+    checks: Sequence[CheckResult],
+    tests_changed: Sequence[str],
+    weak: Sequence[str],
+    fail_to_pass: tuple[Sequence[str], Sequence[str]] | None,
 ) -> str:
     fixed = [f"{r.name}: {t}" for r in checks for t in r.fixed_tests]
     lines = [
@@ -104,6 +111,13 @@ def _evidence_block(
         "versions instead; they prove nothing): "
         + (", ".join(tests_changed) if tests_changed else "none"),
     ]
+    if fail_to_pass is not None:
+        counted, rejected = fail_to_pass
+        lines += [
+            "Changed or new tests that fail without the change and pass with it (run with "
+            "the operator's consent to test edits): " + (", ".join(counted) or "none"),
+            "Changed or new tests that do not count: " + ("; ".join(rejected) or "none"),
+        ]
     if weak:
         lines.append(
             "WEAK EVIDENCE: the pass of these test checks rests on their exit status alone: "

@@ -158,6 +158,10 @@ def build_report(kind: str, status: ReportStatus, *, ok: bool, run: ReportParts)
         fixed_tests=[f"{r.name}: {t}" for r in state.final_checks for t in r.fixed_tests],
         suppressions_added=list(state.suppressions) if is_run else [],
         tests_changed=sorted(evidence.tests_changed) if evidence is not None else [],
+        fail_to_pass=list(evidence.fail_to_pass) if evidence is not None and is_run else [],
+        fail_to_pass_rejected=list(evidence.fail_to_pass_rejected)
+        if evidence is not None and is_run
+        else [],
         outside_changes=evidence.outside_changes() if evidence is not None and is_run else [],
         tree=evidence.tree if evidence is not None and is_run else None,
         roles=dict(state.roles),

@@ -24,7 +24,7 @@ from flow_core._protocols import ChatBackend, EditorBridge, Event, EventSink, Ro
 from flow_core._report import CheckResult, ErrorInfo, Report, ReportStatus
 from flow_core.run._baseline import BaselineGuard, baseline_check_names
 from flow_core.run._changes import ChangeTracker, sha256_hex
-from flow_core.run._evidence import Prepared, RunEvidence, prepare
+from flow_core.run._evidence import Prepared, RunEvidence, collect_results, prepare
 from flow_core.run._journal import NULL_JOURNAL, Journal
 from flow_core.run._reporting import build_report
 from flow_core.run._state import Interrupted, RunState
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from flow_core.config import CheckConfig, FlowConfig
     from flow_core.store import RunRecord
     from flow_core.tools import ToolBox
+    from flow_core.verify._harness import HarnessSplit
+    from flow_core.verify._junit import JUnitResults
     from flow_core.verify._tree import TreeSpec
     from flow_safeio import Workspace
 
@@ -289,6 +291,24 @@ class Run:
             ),
         )
 
+    def results_on(
+        self, name: str, check: CheckConfig, tree: TreeSpec
+    ) -> tuple[CheckResult, JUnitResults | None]:
+        """Run ``check`` (a variant of check ``name``) in ``tree`` and read its JUnit results
+        (None: it wrote none Flow could read); nothing is judged or recorded as a check.
+        Used by the fail-to-pass runs (``run/_fail_to_pass.py``)."""
+        self.state.check_stop()
+        prepared = prepare(check, self.config.workspace_dir)
+        try:  # the results folder goes whatever way the check ends (verify/_scratch.py)
+            result = self._run_prepared(name, prepared, tree)
+            parsed = collect_results(prepared)[0] if prepared.results_path is not None else None
+        finally:
+            prepared.discard()
+        self.state.checks_ms += result.duration_ms
+        if result.status == "interrupted":
+            self.state.stop = True
+        return result, parsed
+
     def baseline(self) -> list[ErrorInfo]:
         """Before any model request: run the baseline checks once (``run/_baseline.py``),
         then take the whole tree's base fingerprint (``run/_evidence.py``).
@@ -312,17 +332,29 @@ class Run:
         Flow's tools made; for a pytest check the harness keeps its baseline bytes and a
         change to it is ``tests_changed`` (``verify/_harness.py``). None before the baseline.
         """
-        from flow_core.verify._harness import baseline_test_files, split_changes
         from flow_core.verify._results import pytest_position
         from flow_core.verify._tree import TreeSpec
 
         plan = self.evidence.plan
         if plan is None:
             return None
-        changes = {p: self.changes.read_disk(p) for p in self.changes.pre}
         if pytest_position(check.cmd) is None:
-            return TreeSpec(plan, changes)
-        files = set(plan.files)
+            return TreeSpec(plan, self.changes_now())
+        split = self.harness_split(name, check)
+        self.evidence.tests_changed |= split.changed
+        return TreeSpec(plan, split.overlay)
+
+    def changes_now(self) -> dict[str, bytes | None]:
+        """Every path Flow's tools wrote -> its bytes on disk now (None: absent)."""
+        return {p: self.changes.read_disk(p) for p in self.changes.pre}
+
+    def harness_split(self, name: str, check: CheckConfig) -> HarnessSplit:
+        """The changes split for pytest check ``name`` (``verify/_harness.split_changes``):
+        the harness at its baseline bytes; call only once the baseline's plan is taken."""
+        from flow_core.verify._harness import baseline_test_files, split_changes
+
+        assert self.evidence.plan is not None
+        files = set(self.evidence.plan.files)
 
         def at_baseline(path: str) -> bytes | None:
             if path in self.changes.pre:
@@ -330,9 +362,7 @@ class Run:
             return self.changes.read_disk(path) if path in files else None
 
         tests = baseline_test_files(self.evidence.baseline.get(name), files)
-        split = split_changes(changes, at_baseline, tests=tests, argv=check.cmd)
-        self.evidence.tests_changed |= split.changed
-        return TreeSpec(plan, split.overlay)
+        return split_changes(self.changes_now(), at_baseline, tests=tests, argv=check.cmd)
 
     def watch(self, written: Mapping[str, str | None]) -> list[str]:
         """After a review: every change Flow's tools did not make, as gate reasons."""

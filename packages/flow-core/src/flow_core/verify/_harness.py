@@ -33,9 +33,12 @@ from flow_core.verify._junit import JUnitResults
 
 __all__ = [
     "PYTEST_CONFIG_NAMES",
+    "FailToPass",
     "HarnessSplit",
     "baseline_test_files",
+    "changed_tests",
     "is_test_file",
+    "judge_fail_to_pass",
     "plugin_modules",
     "split_changes",
 ]
@@ -69,20 +72,28 @@ def baseline_test_files(results: JUnitResults | None, files: Collection[str]) ->
     """
     if results is None:
         return set()
+    by_module = _modules(files)
+    return {f for t in results.outcomes if (f := _file_of(t, by_module)) is not None}
+
+
+def _modules(files: Iterable[str]) -> dict[str, str]:
+    """Dotted module name (as JUnit's ``classname`` writes it) -> path, for ``.py`` files."""
     by_module: dict[str, str] = {}
     for path in files:
         if path.endswith(".py"):
             by_module.setdefault(path[:-3].replace("/", "."), path)
-    out: set[str] = set()
-    for test_id in results.outcomes:
-        classname = test_id.rpartition("::")[0]
-        parts = classname.split(".") if classname else []
-        for cut in range(len(parts), 0, -1):
-            found = by_module.get(".".join(parts[:cut]))
-            if found is not None:
-                out.add(found)
-                break
-    return out
+    return by_module
+
+
+def _file_of(test_id: str, by_module: Mapping[str, str]) -> str | None:
+    """The file of a JUnit test id: the longest dotted prefix of its classname that names one."""
+    classname = test_id.rpartition("::")[0]
+    parts = classname.split(".") if classname else []
+    for cut in range(len(parts), 0, -1):
+        found = by_module.get(".".join(parts[:cut]))
+        if found is not None:
+            return found
+    return None
 
 
 def plugin_modules(argv: Sequence[str], texts: Iterable[str]) -> set[str]:
@@ -125,10 +136,19 @@ class HarnessSplit:
     Attributes:
         overlay: path -> bytes written over the baseline tree (None: the path is absent).
         changed: harness paths the model changed or added (``Report.tests_changed``).
+        now: every changed path -> its bytes now (None: removed), harness or not.
+        before: the same paths -> their bytes at baseline (None: absent).
     """
 
     overlay: dict[str, bytes | None] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
+    now: dict[str, bytes | None] = field(default_factory=dict)
+    before: dict[str, bytes | None] = field(default_factory=dict)
+
+    def tests_only(self) -> dict[str, bytes | None]:
+        """The overlay of the fail-to-pass runs' baseline tree: the harness changes only,
+        every other changed path at its baseline bytes."""
+        return {p: self.now[p] if p in self.changed else self.before.get(p) for p in self.now}
 
 
 def split_changes(
@@ -162,10 +182,10 @@ def split_changes(
         for path in [f"{d}/{name}" if d else name]
     ]
     plugins = plugin_modules(argv, texts)
-    split = HarnessSplit()
+    split = HarnessSplit(now=dict(changes))
     for path, now in changes.items():
         name = PurePosixPath(path).name
-        before = baseline(path)
+        before = split.before[path] = baseline(path)
         if name in _SHARED_CONFIG:
             harness = _pytest_section(name, before) != _pytest_section(name, now)
         else:
@@ -184,3 +204,85 @@ def split_changes(
         if before != now:
             split.changed.add(path)
     return split
+
+
+def changed_tests(split: HarnessSplit, tests: Collection[str]) -> list[str]:
+    """The test files among ``split.changed`` that exist now: those the fail-to-pass runs
+    run (a file matching pytest's default ``python_files``, or a baseline test file)."""
+    return sorted(
+        p for p in split.changed if (is_test_file(p) or p in tests) and split.now.get(p) is not None
+    )
+
+
+@dataclass
+class FailToPass:
+    """The fail-to-pass judgement of one check's changed and new tests.
+
+    Attributes:
+        counted: test ids that did not pass on the baseline tree and passed on the changed
+            tree.
+        rejected: ``"TEST_ID: why"`` (or ``"PATH: why"`` for a file none of whose tests ran)
+            for those that did not count.
+    """
+
+    counted: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+def judge_fail_to_pass(
+    files: Sequence[str],
+    before: JUnitResults | None,
+    after: JUnitResults | None,
+    baseline: JUnitResults | None,
+) -> FailToPass:
+    """Judge the changed and new tests in ``files`` the way SWE-bench judges a test patch.
+
+    Source: ``docs/architecture.md``, "The evidence run". A test counts when it passed on the
+    changed tree (the baseline plus every change) and did not pass on the baseline tree (the
+    baseline plus only the test and harness changes): it failed or errored there, or its
+    module failed to import (pytest's module-level entry, id ``pkg.test_mod``, is an error).
+    A test that passed on both is vacuous; one that is skipped, failed or errored on the
+    changed tree, or skipped or not collected on the baseline tree, does not count. A test
+    the baseline run already saw passing that passes on both trees is an unchanged test of
+    an edited file: left out of both lists.
+
+    Args:
+        files: the changed and new test files (:func:`changed_tests`).
+        before: the results on the baseline tree (None: none were written or readable).
+        after: the results on the changed tree (None: likewise).
+        baseline: the check's results at the run's baseline, or None.
+
+    Returns:
+        A :class:`FailToPass`, each list sorted.
+    """
+    out = FailToPass()
+    if after is None:
+        out.rejected = [f"{f}: the changed tree gave no readable test results" for f in files]
+        return out
+    by_module = _modules(files)
+    ids = sorted(t for t in after.outcomes if _file_of(t, by_module) is not None)
+    ran = {_file_of(t, by_module) for t in ids}
+    out.rejected = [f"{f}: no test of it ran on the changed tree" for f in files if f not in ran]
+    for test_id in ids:
+        now = after.outcomes[test_id]
+        then = None
+        if before is not None:
+            module = str(_file_of(test_id, by_module))[:-3].replace("/", ".")
+            then = before.outcomes.get(test_id, before.outcomes.get(module))
+        seen = baseline.outcomes.get(test_id) if baseline is not None else None
+        if seen == then == now == "passed":
+            continue
+        if before is None:
+            why = "the baseline tree gave no readable test results"
+        elif now != "passed":
+            why = f"{now} on the changed tree"
+        elif then == "passed":
+            why = "passes on the baseline tree too (vacuous)"
+        elif then in ("skipped", None):
+            why = f"{then or 'not collected'} on the baseline tree"
+        else:
+            out.counted.append(test_id)
+            continue
+        out.rejected.append(f"{test_id}: {why}")
+    out.rejected.sort()
+    return out
