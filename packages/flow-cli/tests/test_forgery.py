@@ -7,9 +7,10 @@ sees: the gate, not the model, decides); the checks are real pytest and ruff. Th
 control comes first: the honest fix verifies in both. Then the forgeries the evidence run
 closes (forged tests, with and without consent to test edits, a forged cache a check left,
 the test runner's harness) and the writes the file tools refuse because they change what runs
-(shadowing modules, startup files, an encoding declaration). Each leaves the run unverified with the bug still in the code; each
-harness file the model wrote is listed in ``tests_changed``, each refusal names its rule
-(``docs/architecture.md``, "The evidence run", "Writes that change what runs").
+(shadowing modules, startup files, an encoding declaration). Each leaves the run unverified
+with the bug still in the code; each harness file the model wrote is listed in
+``tests_changed``, each refusal names its rule (``docs/architecture.md``, "The evidence run",
+"Writes that change what runs").
 """
 
 from __future__ import annotations
