@@ -441,19 +441,34 @@ def _serve(
         code = EXIT_OK
     finally:
         try:
-            if stop.code is not None:
-                code = stop.code
-                _err("interrupted: stopping checks and closing")
-                _interrupt(runtime)
-            _quietly("stopping progress heartbeats", relay.close)
-            _quietly("closing the runtime", runtime.close)
-            if bridge is not None:
-                _quietly("closing the editor bridge", bridge.close)
+            stopped = _wind_down(stop, runtime, relay, bridge)
+            if stopped is not None:
+                code = stopped
         except KeyboardInterrupt:  # a second signal forces: stop cleaning up
             code = EXIT_INTERRUPTED
         finally:
             stop.signals.restore()
             reader.close()
+    return code
+
+
+def _wind_down(
+    stop: _Stop, runtime: Runtime, relay: ProgressRelay, bridge: EditorBridge | None
+) -> int | None:
+    """Close what the session used, after stopping its checks when a signal stopped it.
+
+    Returns:
+        The stop's exit code when a signal stopped the session, else None.
+    """
+    code = None
+    if stop.code is not None:
+        code = stop.code
+        _err("interrupted: stopping checks and closing")
+        _interrupt(runtime)
+    _quietly("stopping progress heartbeats", relay.close)
+    _quietly("closing the runtime", runtime.close)
+    if bridge is not None:
+        _quietly("closing the editor bridge", bridge.close)
     return code
 
 
