@@ -140,3 +140,35 @@ def test_lint_coverage_needs_a_linter_that_looked(
     else:
         assert code == 0, report["verification"]["reasons"]
         assert python["status"] == "covered"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ("pyproject.toml", '[tool.ruff]\nextend-exclude = ["tools"]\n'),
+        ("tools/ruff.toml", 'exclude = ["report.py"]\n'),  # the closest config, below the root
+    ],
+    ids=["pyproject-extend-exclude", "nested-ruff-toml"],
+)
+def test_a_file_ruffs_own_config_excludes_is_not_covered_by_it(
+    env, tmp_path, project, fake_ollama, config: tuple[str, str]
+) -> None:
+    # ruff exits 0 without looking at tools/report.py (its unused import goes unseen).
+    (project / config[0]).write_text(config[1])
+    calls: list[Call] = [
+        ("write_file", {"path": "calc.py", "content": FIXED}),
+        ("write_file", {"path": "tools/report.py", "content": "import os\n" + PY}),
+    ]
+    fake = fake_ollama(coder_script(calls))
+    code, report = _run(env, tmp_path, project, fake.url)
+    assert code == 1
+    assert report["run_id"]
+    assert {c["name"]: c["status"] for c in report["checks"]} == {
+        "tests": "passed",
+        "lint": "passed",
+    }
+    (python,) = [c for c in report["verification"]["coverage"] if c["key"] == "python"]
+    assert python["status"] == "uncovered"
+    assert "tools/report.py: excluded by the configuration of lint, so that check did not " in (
+        " ".join(report["verification"]["reasons"])
+    )

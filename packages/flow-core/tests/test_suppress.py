@@ -1,10 +1,14 @@
-"""Suppression comments the model added (verify/_suppress.py) and the gate's coverage."""
+"""Suppression comments the model added (verify/_suppress.py), ruff's configured excludes
+(run/_lint_scope.py) and the gate's coverage."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from flow_core._report import CheckResult, Review
+from flow_core.run._lint_scope import excluded_by_config, is_ruff
 from flow_core.verify import GateFacts, evaluate_gate
 from flow_core.verify._suppress import added_suppressions
 
@@ -80,3 +84,59 @@ def test_file_level_spellings_nobody_named(head: str) -> None:
 def test_a_file_level_suppression_at_the_end_counts_too() -> None:
     (found,) = added_suppressions("calc.py", OLD, OLD + b"# ruff: noqa\n")
     assert found.file_level
+
+
+def test_a_file_the_lint_checks_own_config_excludes_is_uncovered() -> None:
+    facts = _facts([])
+    verdict = evaluate_gate(dataclasses.replace(facts, not_examined={"lint": ["calc.py"]}))
+    assert not verdict.verified
+    (entry,) = verdict.coverage
+    assert entry.status == "uncovered"
+    assert any("excluded by the configuration of lint" in r for r in verdict.reasons)
+    other = dataclasses.replace(facts, not_examined={"mypy": ["calc.py"]})
+    assert evaluate_gate(other).verified
+
+
+RUFF = ["python", "-m", "ruff", "check", "."]
+
+
+def test_ruffs_configured_excludes_are_read_as_ruff_finds_them() -> None:
+    files = {
+        "pyproject.toml": b'[tool.ruff]\nextend-exclude = ["legacy", "gen/*.py"]\n',
+        "pkg/ruff.toml": b'extend = "../base.toml"\nexclude = ["skip_me.py"]\n',
+        "base.toml": b'exclude = ["vendored/"]\n',
+        "other/pyproject.toml": b'[project]\nname = "x"\n',  # no [tool.ruff]: not ruff's
+        "bad/ruff.toml": b"exclude = [\n",  # unparsable: ruff itself fails on it
+    }
+    changed = [
+        "legacy/old.py",
+        "a/legacy/x.py",
+        "gen/out.py",
+        "gen/sub/keep.py",
+        "calc.py",
+        "pkg/skip_me.py",
+        "pkg/vendored/lib.py",
+        "pkg/legacy/y.py",  # pkg/ruff.toml is closest: the root's patterns do not apply
+        "other/legacy/z.py",
+        "bad/legacy/w.py",
+    ]
+    assert is_ruff(RUFF)
+    assert is_ruff(["/usr/bin/ruff", "check"])
+    assert not is_ruff(["mypy", "."])
+    found = excluded_by_config(RUFF, changed, files.get)
+    assert found == [
+        "a/legacy/x.py",
+        "bad/legacy/w.py",
+        "gen/out.py",
+        "gen/sub/keep.py",  # '*' crosses folders here: the error is on the uncovered side
+        "legacy/old.py",
+        "other/legacy/z.py",
+        "pkg/skip_me.py",
+        "pkg/vendored/lib.py",
+    ]
+    argv = [*RUFF, "--extend-exclude", "calc.py,x", "--config=pkg/ruff.toml"]
+    assert excluded_by_config(argv, ["calc.py", "legacy/old.py", "q/x/y.py"], files.get) == [
+        "calc.py",
+        "q/x/y.py",
+    ]
+    assert excluded_by_config([*RUFF, "--isolated"], ["legacy/old.py"], files.get) == []

@@ -37,13 +37,21 @@ from flow_core.prompts import load_prompt
 from flow_core.run._fail_to_pass import judge_changed_tests
 from flow_core.run._fence import fence
 from flow_core.run._guided import guided_format, probe_format, probe_messages, probe_passed
+from flow_core.run._lint_scope import excluded_by_config, is_ruff
 from flow_core.run._loop import RoleSpec, guarded, run_role
 from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 from flow_core.tools._map import MAP_CHARS, project_map
-from flow_core.verify import DOC_KEY, TOOL_CONFIG_KEY, GateFacts, evaluate_gate, language_key
+from flow_core.verify import (
+    DOC_KEY,
+    STATIC_KINDS,
+    TOOL_CONFIG_KEY,
+    GateFacts,
+    evaluate_gate,
+    language_key,
+)
 from flow_core.verify._results import is_weak
 from flow_core.verify._suppress import added_suppressions
 
@@ -275,6 +283,7 @@ class RunDriver:
                 dirty_buffers=dirty,
                 outside_changes=outside,
                 suppressed=self._suppressions(changed),
+                not_examined=self._not_examined(changed),
             )
         )
         state.verification = verification
@@ -296,6 +305,17 @@ class RunDriver:
         ]
         self.state.suppressions = [str(s) for s in added]
         return sorted({s.path for s in added if s.file_level})
+
+    def _not_examined(self, changed: Sequence[str]) -> dict[str, list[str]]:
+        """Per ruff lint check, the ``changed`` files its own configuration excludes, which it
+        does not cover (``run/_lint_scope.py``)."""
+        out: dict[str, list[str]] = {}
+        for name, check in self.config.checks.items():
+            if check.kind in STATIC_KINDS and is_ruff(check.cmd):
+                paths = excluded_by_config(check.cmd, changed, self.changes.read_disk)
+                if paths:
+                    out[name] = paths
+        return out
 
     def _review_if_due(
         self, task: str, cycle: int, coder: RoleOutcome, checks: Sequence[CheckResult]

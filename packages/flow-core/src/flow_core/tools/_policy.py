@@ -38,6 +38,7 @@ __all__ = [
     "RunsRefusal",
     "declared_encoding",
     "lint_excluded_refusal",
+    "matching_pattern",
     "module_name",
     "reads_as_python",
     "role_tools",
@@ -238,7 +239,7 @@ def module_name(path: str) -> str | None:
     return None
 
 
-def _ignored(parts: tuple[str, ...], patterns: Iterable[tuple[str, str]]) -> str | None:
+def matching_pattern(parts: tuple[str, ...], patterns: Iterable[tuple[str, str]]) -> str | None:
     """The ignore-file pattern (``(folder, pattern)``, gitignore syntax, negations left out)
     that matches a path given as components, or None."""
     for folder, raw in patterns:
@@ -279,7 +280,7 @@ def lint_excluded_refusal(
     for folder in parts[:-1]:
         if folder.casefold() in LINT_EXCLUDED_DIRS or folder.endswith(".egg"):
             return RunsRefusal("lint_excluded", f"folder {folder!r}")
-    matched = _ignored(parts, ignore_patterns)
+    matched = matching_pattern(parts, ignore_patterns)
     if matched is not None:
         return RunsRefusal("lint_excluded", f"ignore pattern {matched!r}")
     return None

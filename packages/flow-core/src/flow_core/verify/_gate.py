@@ -52,7 +52,7 @@ Coverage rules (condition 3):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from flow_core._protocols import EditorLintResult
@@ -108,6 +108,8 @@ class GateFacts:
             watched whole; any of them fails condition 5.
         suppressed: changed files to which the model added a file-level suppression comment
             (``verify/_suppress.py``): no lint check examined them, so none covers them.
+        not_examined: check name -> changed files that check's own configuration excludes
+            (``run/_lint_scope.py``): that check does not cover them.
     """
 
     within_budgets: bool
@@ -125,6 +127,7 @@ class GateFacts:
     dirty_buffers: Sequence[str] = ()
     outside_changes: Sequence[str] = ()
     suppressed: Sequence[str] = ()
+    not_examined: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry], bool]:
@@ -168,6 +171,13 @@ def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry]
         for path in files:
             wanted = _keys_for(path)
             names = [n for n, types in passed_static if types & wanted]
+            skipped = [n for n in names if path in facts.not_examined.get(n, ())]
+            if skipped:
+                names = [n for n in names if n not in skipped]
+                reasons.append(
+                    f"{path}: excluded by the configuration of {', '.join(skipped)}, so "
+                    "that check did not examine it"
+                )
             if path in facts.suppressed:
                 names = []
                 reasons.append(
