@@ -258,3 +258,15 @@ def test_many_braces_do_not_blow_up() -> None:
 def test_deeply_nested_arguments_are_invalid_not_a_crash() -> None:
     r = parse("", ToolCall("d", "search", "[" * 100_000))
     assert r.codes == ("invalid_arguments",)
+
+
+def test_valid_text_replaces_each_lone_surrogate_and_keeps_pairs_and_clean_text() -> None:
+    from flow_core._unicode import first_surrogate, valid_text
+
+    clean = "caf\u00e9 \U0001f600"
+    assert valid_text(clean) is clean
+    assert first_surrogate(clean) is None
+    broken = "a\udcffb\ud800"  # a surrogateescape'd byte, then a lone high surrogate
+    assert first_surrogate(broken) == 1
+    assert valid_text(broken) == "a\ufffdb\ufffd"
+    assert valid_text(broken).encode("utf-8") == b"a\xef\xbf\xbdb\xef\xbf\xbd"

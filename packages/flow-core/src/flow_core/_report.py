@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import PydanticSerializationError
 
+from flow_core._unicode import valid_text
+
 CheckKind = Literal["test", "lint", "typecheck", "diagnostics", "build", "check"]
 CheckStatus = Literal[
     "passed", "failed", "timeout", "limit", "missing", "refused", "interrupted", "error"
@@ -461,11 +463,7 @@ class Report(_Model):
 def _valid_unicode(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-        return value
+        return valid_text(value)
     if isinstance(value, dict):
         return {_valid_unicode(k): _valid_unicode(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError
+from flow_core._unicode import valid_text
 
 if TYPE_CHECKING:
     import httpx
@@ -31,11 +32,7 @@ def excerpt(body: bytes | str, limit: int = 300) -> str:
 def _sanitized(value: Any, depth: int = 0) -> Any:
     """``value`` with lone surrogates replaced by U+FFFD and NaN/Infinity by null."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
-        return value
+        return valid_text(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if depth > 200:

@@ -38,6 +38,7 @@ from typing import Any
 
 from flow_core._catalogue import ErrorCode, codes_of
 from flow_core._protocols import ChatResponse, ToolCall
+from flow_core._unicode import first_surrogate, valid_text
 from flow_core.models._textcalls import WRAPPER_OPEN, committed as _committed, mask_code, text_calls
 
 __all__ = ["REPLY_ISSUE_CODES", "ParsedReply", "ReplyIssue", "parse_reply"]
@@ -162,7 +163,7 @@ def _bounded_content(
             )
         )
         content = content[:max_chars]
-    bad = _first_surrogate(content)
+    bad = first_surrogate(content)
     if bad is not None:
         issues.append(
             ReplyIssue(
@@ -171,7 +172,7 @@ def _bounded_content(
                 "send valid UTF-8 text",
             )
         )
-        content = _clean(content)
+        content = valid_text(content)
     return content, bad
 
 
@@ -284,7 +285,7 @@ def _arguments(call: ToolCall) -> tuple[dict[str, Any] | None, list[ReplyIssue]]
         return None, issues
 
     if isinstance(args, str):
-        if _first_surrogate(args) is not None:
+        if first_surrogate(args) is not None:
             return invalid("hold invalid Unicode (a lone surrogate); send valid UTF-8 text")
         try:
             decoded = json.loads(args) if args.strip() else {}
@@ -325,30 +326,15 @@ def _encoding_problem(value: Any) -> str | None:
     return None
 
 
-def _first_surrogate(text: str) -> int | None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        return err.start
-    return None
-
-
-def _clean(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD."""
-    if _first_surrogate(text) is None:
-        return text
-    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-
-
 def _clean_value(value: Any, depth: int = 0) -> Any:
     if isinstance(value, str):
-        return _clean(value)
+        return valid_text(value)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if depth > 64:
         return None
     if isinstance(value, dict):
-        return {_clean(str(k)): _clean_value(v, depth + 1) for k, v in value.items()}
+        return {valid_text(str(k)): _clean_value(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean_value(v, depth + 1) for v in value]
     return value
@@ -359,13 +345,13 @@ def _echo(call: ToolCall) -> ToolCall:
     args = call.arguments
     safe: dict[str, Any] | str
     if isinstance(args, str):
-        safe = _clean(args)
+        safe = valid_text(args)
     elif _encoding_problem(args) is None:
         safe = args
     else:
         cleaned = _clean_value(args)
         safe = cleaned if _encoding_problem(cleaned) is None else {}
-    return ToolCall(id=_clean(call.id), name=_clean(call.name), arguments=safe)
+    return ToolCall(id=valid_text(call.id), name=valid_text(call.name), arguments=safe)
 
 
 def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
@@ -373,8 +359,8 @@ def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
     seen: set[str] = set()
     out: list[ToolCall] = []
     for call in calls:
-        base = _clean(call.id) if isinstance(call.id, str) and call.id else "call"
-        name = _clean(call.name) if isinstance(call.name, str) else str(call.name)
+        base = valid_text(call.id) if isinstance(call.id, str) and call.id else "call"
+        name = valid_text(call.name) if isinstance(call.name, str) else str(call.name)
         ident, n = base, 1
         while ident in seen:
             n += 1

@@ -14,7 +14,7 @@ from typing import Any
 
 from flow_core._codes import ErrorCode
 from flow_core._report import CheckResult, ToolCallRecord
-from flow_core.tools._record import invalid_unicode_at
+from flow_core._unicode import first_surrogate
 
 __all__ = [
     "MAX_LIST_ENTRIES",
@@ -129,7 +129,7 @@ def bool_arg(args: Mapping[str, Any], key: str) -> bool:
 def check_unicode(value: Any, where: str, depth: int = 0) -> None:
     """Refuse arguments holding a lone surrogate: such text cannot be written or encoded."""
     if isinstance(value, str):
-        at = invalid_unicode_at(value)
+        at = first_surrogate(value)
         if at is not None:
             raise ToolError(
                 "tool_invalid_arguments",

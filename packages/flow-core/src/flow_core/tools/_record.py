@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import Event
+from flow_core._unicode import valid_text
 
 if TYPE_CHECKING:
     from flow_core._protocols import Role
@@ -22,8 +23,6 @@ __all__ = [
     "MAX_ARGUMENT_CHARS",
     "capped_arguments",
     "capped_message",
-    "clean_text",
-    "invalid_unicode_at",
     "tool_event",
 ]
 
@@ -33,28 +32,9 @@ _MAX_ITEMS = 20
 _MAX_DEPTH = 4
 
 
-def invalid_unicode_at(text: str) -> int | None:
-    """The index of the first lone surrogate in ``text`` (not encodable as UTF-8), else None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        return err.start
-    return None
-
-
-def clean_text(text: str) -> str:
-    """``text`` with every lone surrogate replaced by U+FFFD (valid UTF-8 afterwards)."""
-    if invalid_unicode_at(text) is None:
-        return text
-    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
-
-
-_clean = clean_text
-
-
 def _cap(value: Any, depth: int) -> Any:
     if isinstance(value, str):
-        text = _clean(value)
+        text = valid_text(value)
         if len(text) > MAX_ARGUMENT_CHARS:
             return text[:MAX_ARGUMENT_CHARS] + f"… [{len(text)} chars]"
         return text
@@ -87,7 +67,7 @@ def capped_message(message: str | None) -> str | None:
     ``MAX_MESSAGE_CHARS`` keeps its start and its end around ``… [N chars] …``."""
     if message is None:
         return None
-    text = clean_text(message)
+    text = valid_text(message)
     if len(text) <= MAX_MESSAGE_CHARS:
         return text
     # Head and tail: a message often names a long value first and the reason last.
