@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from flow_testing.model_server import chat_lines
+
 #: Each test drives whole `flow run`s against the fake model server.
 pytestmark = pytest.mark.slow
 
@@ -172,3 +174,26 @@ def test_a_model_with_tools_gets_them_and_no_map(env, h, tmp_path, workspace, fa
     assert {t["function"]["name"] for t in planner["tools"]} >= {"list_files", "read_file"}
     assert "Project map" not in planner["messages"][1]["content"]
     assert "list_files" in planner["messages"][0]["content"]
+
+
+def test_a_plan_cut_by_the_reply_cap_is_kept_and_the_coder_starts(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(script, capabilities=NO_TOOLS)
+    # The planner's one reply stops at its length limit, mid-sentence.
+    cut = chat_lines(["Plan: edit calc.py and add a"], done_reason="length")
+    fake.queue_stream("/api/chat", cut)
+    cfg = _config(h, tmp_path, workspace, fake.url)
+    result = env.flow("run", "add a comment to add in calc.py", "--config", str(cfg), "--trusted")
+    assert result.code == 0, result.stderr
+    report = result.json()
+    assert report["status"] == "verified"
+    assert report["roles"]["planner"]["stopped"] == "answer"
+    assert report["plan"].startswith("Plan: edit calc.py and add a")
+    assert "cut short" in report["plan"]
+    assert [e["code"] for e in report["errors"]] == ["reply_cap"]
+    assert len(_requests_of(fake, "planner")) == 1
+    # The coder is handed the cut plan, marked as cut.
+    coder = _requests_of(fake, "coder")[0]["messages"][1]["content"]
+    assert "Plan: edit calc.py and add a" in coder
+    assert "cut short" in coder

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from flow_core import ChatResponse, FlowConfig, Report, Runtime, ScriptedBackend, ToolCall
+from flow_core.run._loop import CUT_PLAN_MARK
 from flow_core.run._stall import StallWatch, schema_texts
 from flow_core.tools._schemas import TOOL_SCHEMAS
 from flow_testing.replies import call
@@ -163,9 +164,45 @@ def test_a_reply_cut_by_its_cap_is_told_apart_from_the_window(
     fix = "max_reply_tokens" if code == "reply_cap" else "context_tokens"
     assert fix in found[0].message
     assert "answer more briefly" not in found[0].message  # that text is for the model
-    # The model is still told, in its own words.
+    # A planner's cut text is still a plan: kept, marked as cut, and not asked again.
+    assert len(backend.requests) == 1
+    assert report.plan == "Plan: partial" + CUT_PLAN_MARK
+    assert report.roles["planner"].stopped == "answer"
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        ChatResponse("", finish_reason="length", completion_tokens=128),  # no text at all
+        ChatResponse(  # a call cut off mid-way: not a plan
+            '<tool_call>{"name": "read_file", "arguments": {"path": "app',
+            finish_reason="length",
+            completion_tokens=128,
+        ),
+    ],
+)
+def test_a_cut_reply_without_plain_text_is_asked_again(
+    make: Callable[..., FlowConfig], cut: ChatResponse
+) -> None:
+    backend = ScriptedBackend([cut, PLAN])
+    report, _ = run(make(CHECKS), [], backend)
+    assert len(backend.requests) == 2
+    # The model is told, in its own words.
     assert "answer more briefly" in backend.requests[1].messages[-1].content
     assert report.plan == PLAN.content
+
+
+def test_a_coders_cut_answer_is_not_taken_as_its_answer(make: Callable[..., FlowConfig]) -> None:
+    cut = ChatResponse("Done: I set x", finish_reason="length", completion_tokens=256)
+    coder = [call("write_file", path="app.py", content="x = 2\n"), cut, ChatResponse("Done.")]
+    review = ChatResponse('{"approved": true, "summary": "ok", "findings": []}')
+    config = make({**CHECKS, "lint": LINT}, agent={"max_iterations": 6, "max_cycles": 1})
+    backend = ScriptedBackend([PLAN, *coder, review])
+    report = Runtime(config, trusted=True, backend=backend).run("set x to 2")
+    assert report.verified, (errors(report), report.verification)
+    told = [r for r in backend.requests if "answer more briefly" in str(r.messages[-1].content)]
+    assert len(told) == 1
+    assert report.roles["coder"].stopped == "answer"
 
 
 def test_schema_texts_cover_every_described_parameter() -> None:

@@ -43,10 +43,12 @@ if TYPE_CHECKING:
     from flow_core.models import ParsedReply
     from flow_core.tools import ToolBox
 
-__all__ = ["RoleLoop", "RoleSpec", "guarded", "run_role"]
+__all__ = ["CUT_PLAN_MARK", "RoleLoop", "RoleSpec", "guarded", "run_role"]
 
 T = TypeVar("T")
 
+#: Appended to a planner's plan that a length limit cut short (``RoleLoop._cut_plan``).
+CUT_PLAN_MARK = "\n\n[plan cut short at the reply's length limit]"
 #: A prompt the server refused as too long is trimmed to at most this share of its size.
 _OVERFLOW_SHRINK = 0.7
 
@@ -223,6 +225,8 @@ class RoleLoop:
         self._answer_issues(parsed, {call.id for call in calls})
         if not calls and not parsed.issues and parsed.text.strip():
             return RoleOutcome(True, text=parsed.text)
+        if not calls and self._cut_plan(parsed):
+            return RoleOutcome(True, text=parsed.text.rstrip() + CUT_PLAN_MARK)
         if not calls:
             self.ask_again(parsed)
         stall = self.watch.after_turn(ran)
@@ -234,6 +238,19 @@ class RoleLoop:
             self._error("empty_reply", "the reply had no usable text")
         problems = "; ".join(i.message for i in parsed.issues) or "empty reply"
         self.ctx.add(ChatMessage(role="user", content=retry_text(problems)))
+
+    def _cut_plan(self, parsed: ParsedReply) -> bool:
+        """Whether ``parsed`` is a planner's plain text whose only issue is that a length
+        limit cut it (``context_overflow`` from the parser; the operator's code, ``reply_cap``
+        or ``context_overflow``, is recorded already): the text is still a plan, so it is
+        kept, marked as cut (``CUT_PLAN_MARK``), rather than asked again until the role ends
+        ``no_progress`` (docs/architecture.md, "Budgets")."""
+        return (
+            self.role == "planner"
+            and bool(parsed.text.strip())
+            and bool(parsed.issues)
+            and all(issue.code == "context_overflow" for issue in parsed.issues)
+        )
 
     # -- parts ---------------------------------------------------------------------------------
 
