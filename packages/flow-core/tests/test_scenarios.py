@@ -425,7 +425,10 @@ MISBEHAVIOUR: dict[str, ChatResponse] = {
     "unknown_tool": ChatResponse("", tool_calls=(ToolCall("c1", "run_shell", {"cmd": "ls"}),)),
     "empty_reply": text(""),
     "reply_too_large": text("y" * 5_000),
-    "context_overflow": ChatResponse("Plan: partial", finish_reason="length"),
+    # A call cut off mid-way (a planner's cut plain text is kept as its plan: test_fail_fast).
+    "context_overflow": ChatResponse(
+        '<tool_call>{"name": "list_files", "argu', finish_reason="length"
+    ),
 }
 
 
