@@ -146,7 +146,7 @@ def _measure(ws: Path, argv: list[str], rounds: int, alone: bool = False) -> dic
             samples["bwrap_alone"].append((time.perf_counter() - started) * 1000.0)
         samples["bare"].append(_once(bare))
         samples["jailed"].append(_once(jailed))
-        _sandbox.make_cgroup = lambda values: CheckCgroup()
+        _sandbox.make_cgroup = lambda values, **_: CheckCgroup()
         try:
             samples["jailed_no_cgroup"].append(_once(jailed))
         finally:

@@ -241,6 +241,26 @@ def test_process_count_holds_even_for_root(jail_ok: None, ws: Path) -> None:
     assert forked < 16
 
 
+def test_the_check_is_born_in_its_cgroups_and_flow_stays_in_its_own(
+    jail_ok: None, ws: Path
+) -> None:
+    from flow_core.verify._cgroup import cgroup_parents
+
+    parents = cgroup_parents()[0]
+    if "pids" not in parents:
+        pytest.skip("no writable cgroup has the pids controller here")
+    code = "print(open('/proc/self/cgroup').read())"
+    own = Path("/proc/thread-self/cgroup").read_text()
+    result = _run(_config(ws, code, processes=16))
+    assert result.status == "passed", result.output_tail
+    pids = [ln for ln in result.output_tail.splitlines() if ":pids:" in ln or ln.startswith("0::")]
+    assert any(f"/flow-check-{os.getpid()}-" in ln for ln in pids), result.output_tail
+    # The thread that started it is back where it was, and the cgroup is gone.
+    assert Path("/proc/thread-self/cgroup").read_text() == own
+    parent = parents["pids"][0]
+    assert not [n for n in os.listdir(parent) if n.startswith(f"flow-check-{os.getpid()}-")]
+
+
 def test_no_network_by_default(jail_ok: None, ws: Path) -> None:
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]

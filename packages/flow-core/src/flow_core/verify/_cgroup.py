@@ -16,6 +16,15 @@ it. Under Flow's own cgroup in each hierarchy Flow makes ``flow-check-PID-XXXX``
   v2 ``cpu.stat`` (present in every v2 cgroup) is read by ``CheckCgroup.cpu_seconds``, and the
   jail ends the check once it passes the budget (``verify/_sandbox.py``, ``Jail.started``).
 
+How the check gets in (``CheckCgroup.inside``): on v1, the thread that starts the check moves
+itself into each check cgroup (``0`` written to its ``tasks``), forks, and moves itself back;
+the child is born inside, so nothing is migrated. Moving the calling thread alone is the one
+migration the kernel does without its global ``cgroup_threadgroup_rwsem`` write lock, whose
+every first use after an idle spell waits for an RCU grace period (5-15 ms here, more than
+bubblewrap's own start); writing another process's pid to ``cgroup.procs`` takes it. v2 keeps
+every thread of a process in one cgroup, so there the child's pid is written to
+``cgroup.procs`` (``CheckCgroup.join``).
+
 Afterwards :meth:`CheckCgroup.hit` reads the controllers' event counters (``oom_kill`` of
 ``memory.oom_control``/``memory.events``, ``max`` of ``pids.events``) and names the limits
 the check ran into. A controller that cannot be used is listed in ``CheckCgroup.missing``.
@@ -27,7 +36,7 @@ import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,16 +132,38 @@ class CheckCgroup:
     """The cgroups made for one check (one per hierarchy) and the limits they hold.
 
     Attributes:
-        procs_fds: ``cgroup.procs`` of each, open for writing (the jail's pid 1 is written).
+        procs_fds: ``cgroup.procs`` of each v2 cgroup, open for writing (``join``).
+        tasks_fds: ``(tasks of a v1 check cgroup, tasks of its parent)``, open for writing
+            (``inside``).
         missing: ``{config key: why}`` for limits no cgroup enforces here.
     """
 
     procs_fds: list[int] = field(default_factory=list)
+    tasks_fds: list[tuple[int, int]] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
     _dirs: list[tuple[str, int, set[str]]] = field(default_factory=list)
 
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[None]:
+        """While the block runs, the calling thread is in every v1 check cgroup, so a process
+        it forks there is born in them (see the module docstring); afterwards the thread is
+        back in Flow's own cgroups, also when the block raises.
+
+        Raises:
+            OSError: a cgroup refused the thread (it is back where it was before).
+        """
+        entered: list[int] = []
+        try:
+            for into, home in self.tasks_fds:
+                entered.append(home)
+                os.write(into, b"0")
+            yield
+        finally:
+            for home in reversed(entered):
+                os.write(home, b"0")
+
     def join(self, pid: int) -> None:
-        """Move ``pid`` into every cgroup. Raises OSError when one refuses."""
+        """Move ``pid`` into every v2 cgroup. Raises OSError when one refuses."""
         for fd in self.procs_fds:
             os.write(fd, str(pid).encode())
 
@@ -165,10 +196,10 @@ class CheckCgroup:
 
     def close(self) -> None:
         """Close the descriptors and remove the cgroups (bounded wait while they empty)."""
-        for fd in self.procs_fds:
+        for fd in [*self.procs_fds, *(fd for pair in self.tasks_fds for fd in pair)]:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.procs_fds = []
+        self.procs_fds, self.tasks_fds = [], []
         for path, _, _ in self._dirs:
             _remove(path)
         self._dirs = []
@@ -203,13 +234,16 @@ def _limit_files(controller: str, version: int, value: float) -> list[tuple[str,
     return [("cpu.max", f"{quota} {_PERIOD_US}", True)]
 
 
-def make_cgroup(values: dict[str, float]) -> CheckCgroup:
+def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgroup:
     """Make the check's cgroups and write their limits; never raises.
 
     Args:
         values: ``{controller: limit}``: ``pids`` (processes), ``memory`` (MiB), ``cpu``
             (CPUs, fractional allowed), ``cpuacct`` (CPU seconds: counted, enforced by the
             caller); a controller left out is not limited.
+        monitor: the check is started by a process that stays outside its pid namespace
+            (bubblewrap's first process): born inside a v1 cgroup (``CheckCgroup.inside``),
+            it counts there, so a v1 ``pids.max`` allows one more process.
 
     Returns:
         A :class:`CheckCgroup`; what could not be enforced is in ``missing``.
@@ -233,21 +267,36 @@ def make_cgroup(values: dict[str, float]) -> CheckCgroup:
         group._dirs.append((path, version, controllers))
         try:
             for c in sorted(controllers):
-                for name, content, required in _limit_files(c, version, values[c]):
+                value = values[c] + (1 if c == "pids" and monitor and version == 1 else 0)
+                for name, content, required in _limit_files(c, version, value):
                     try:
                         Path(path, name).write_text(content)
                     except OSError:
                         if required:
                             raise
-            group.procs_fds.append(
-                os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-            )
+            _open_entry(group, path, parent, version)
         except OSError as err:
             for c in controllers:
                 group.missing[CONTROLLERS[c]] = f"cannot set up the cgroup {path} ({err})"
             group._dirs.pop()
             _remove(path)
     return group
+
+
+def _open_entry(group: CheckCgroup, path: str, parent: str, version: int) -> None:
+    """Open how the check gets into ``path``: v1 ``tasks`` of it and of ``parent`` (Flow's
+    own cgroup, where the starting thread returns), v2 ``cgroup.procs``. Raises OSError."""
+    flags = os.O_WRONLY | os.O_CLOEXEC
+    if version == 2:
+        group.procs_fds.append(os.open(os.path.join(path, "cgroup.procs"), flags))
+        return
+    into = os.open(os.path.join(path, "tasks"), flags)
+    try:
+        home = os.open(os.path.join(parent, "tasks"), flags)
+    except OSError:
+        os.close(into)
+        raise
+    group.tasks_fds.append((into, home))
 
 
 _SWEPT: set[tuple[str, str]] = set()
@@ -293,14 +342,3 @@ def _remove(path: str) -> None:
             threading.Event().wait(0.005)
         else:
             return
-
-
-def preexec_joiner(group: CheckCgroup) -> Callable[[], None]:
-    """For a check without a jail: join the cgroups from the forked child."""
-    fds = list(group.procs_fds)
-
-    def join() -> None:  # pragma: no cover - runs in the forked child
-        for fd in fds:
-            os.write(fd, str(os.getpid()).encode())
-
-    return join

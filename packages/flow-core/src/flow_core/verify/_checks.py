@@ -254,19 +254,20 @@ def _start(job: _Job, jail: Jail, cwd: str | Path, watch: CheckWatch) -> _Live |
     program could not be started."""
     proc: subprocess.Popen[bytes] | None = None
     try:
-        proc = subprocess.Popen(
-            jail.argv,
-            executable=jail.executable,
-            cwd=cwd,
-            env=jail.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=jail.pass_fds,
-            preexec_fn=jail.preexec,  # noqa: PLW1509 - only setrlimit and one write
-        )
+        with jail.spawning():  # born in the check's cgroups
+            proc = subprocess.Popen(
+                jail.argv,
+                executable=jail.executable,
+                cwd=cwd,
+                env=jail.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=jail.pass_fds,
+                preexec_fn=jail.preexec,  # noqa: PLW1509 - only setrlimit and one write
+            )
         entry = _Live(proc=proc, pgid=proc.pid, owner=watch.owner)
         _LIVE[proc.pid] = entry
         if watch.on_start is not None:

@@ -112,15 +112,20 @@ class Jail:
     disk_full: bool = False
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
 
+    def spawning(self) -> contextlib.AbstractContextManager[None]:
+        """Wrap the ``Popen`` of the check: the starting thread is in the check's v1 cgroups
+        meanwhile, so the check is born in them (``CheckCgroup.inside``). Raises OSError."""
+        return self.cgroup.inside() if self.cgroup is not None else contextlib.nullcontext()
+
     def started(self, kill: Callable[[], None]) -> int | None:
         """After ``Popen``: limit the jail's pid 1 and let it run the check; return its pid.
 
         Reads bubblewrap's ``--info-fd`` JSON (waiting at most ``_INFO_TIMEOUT_S``), applies
-        the rlimits to pid 1 with ``prlimit`` and moves it into the ``pids`` cgroup while it
-        waits on ``--block-fd``, then releases it: what the check starts inherits both. No
-        ``preexec_fn`` is needed, so ``Popen`` can use ``vfork``, and the cgroup move overlaps
-        bubblewrap's own setup. When any of it fails, ``kill`` ends the jail before the check
-        runs unlimited, and ``reason`` says why.
+        the rlimits to pid 1 with ``prlimit`` and moves it into any v2 cgroup (v1 ones it was
+        born in, ``spawning``) while it waits on ``--block-fd``, then releases it: what the
+        check starts inherits both. No ``preexec_fn`` is needed, so ``Popen`` can use
+        ``vfork``. When any of it fails, ``kill`` ends the jail before the check runs
+        unlimited, and ``reason`` says why.
 
         Returns:
             The host pid of the jail's pid 1, or None (no jail, or it could not be limited).

@@ -32,9 +32,11 @@ Namespaces: ``--unshare-pid --unshare-ipc --unshare-uts``, and ``--unshare-net``
 is bubblewrap's; when it is killed, bubblewrap's pid 1 dies with it and the kernel ends every
 process of the pid namespace, so no double-forked daemon survives.
 
-Limits: bubblewrap's pid 1 waits on ``--block-fd`` until Flow has applied them to it with
-``prlimit`` and moved it into the check's cgroup (``Jail.started``), so the check and all it
-starts inherit them; without a jail they are set in a ``preexec_fn``. ``RLIMIT_CORE`` 0,
+Limits: bubblewrap is born in the check's v1 cgroups (``CheckCgroup.inside``: the starting
+thread enters them for the fork); its pid 1 waits on ``--block-fd`` until Flow has applied the
+rlimits to it with ``prlimit`` and moved it into any v2 cgroup (``Jail.started``), so the
+check and all it starts inherit them; without a jail the rlimits are set in a
+``preexec_fn``. ``RLIMIT_CORE`` 0,
 ``RLIMIT_FSIZE``,
 ``RLIMIT_AS``, ``RLIMIT_NOFILE``. The process count uses a ``pids`` cgroup (cgroup v1 ``pids``
 hierarchy, or the root of a cgroup v2 hierarchy with ``pids`` enabled), because
@@ -232,7 +234,8 @@ def _limit_values(cfg: SandboxConfig) -> list[tuple[int, int]]:
 
 
 def _limits(cfg: SandboxConfig, group: CheckCgroup) -> Callable[[], None]:
-    """A ``preexec_fn`` (no jail): join the cgroups, then set the rlimits."""
+    """A ``preexec_fn`` (no jail): join the v2 cgroups (v1: ``CheckCgroup.inside``), then
+    set the rlimits."""
     pairs = _limit_values(cfg)
     fds = list(group.procs_fds)
 
@@ -425,16 +428,16 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
     Returns:
         None when every whole-check limit is enforced, else what is not and why.
     """
-    jailed = 1 if jail.block_fd >= 0 else 0  # bubblewrap's pid 1 is in the cgroup too
+    jailed = jail.block_fd >= 0  # bubblewrap's pid 1 (and on v1 its monitor) count too
     values: dict[str, float] = {
-        "pids": cfg.processes + jailed,
+        "pids": cfg.processes + (1 if jailed else 0),
         "memory": cfg.memory_mib,
         "cpu": cfg.cpu_limit(),
     }
     if cfg.cpu_seconds > 0:
         values["cpuacct"] = cfg.cpu_seconds
         jail.cpu_budget_s = cfg.cpu_seconds
-    group = make_cgroup(values)
+    group = make_cgroup(values, monitor=jailed)
     jail._cleanups.append(group.close)
     jail.cgroup = group  # read after the check (limits_hit) and for cpu_seconds
     if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
