@@ -32,17 +32,19 @@ from flow_core import FlowConfig
 from flow_core.verify._checks import run_check
 from flow_core.verify._sandbox import probe_bwrap
 ws, code = sys.argv[1], sys.argv[2]
+import os, tempfile
+extra = json.loads(os.environ.get("FLOW_TEST_SANDBOX", "{}"))
 probe = probe_bwrap()
 out = {"usable": probe.usable, "reason": probe.reason}
 for mode in ("off", "auto"):
     cfg = FlowConfig.model_validate({
         "workspace_dir": ws,
         "checks": {"t": {"cmd": [sys.executable, "-S", "-c", code], "timeout": 30000}},
-        "sandbox": {"mode": mode},
+        "sandbox": {"mode": mode, **extra},
     })
     r = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
-    out[mode] = {"status": r.status, "sandbox": r.sandbox, "tail": r.output_tail}
-import os, tempfile
+    out[mode] = {"status": r.status, "sandbox": r.sandbox, "tail": r.output_tail,
+                 "why": r.sandbox_reason, "error": r.error.message if r.error else None}
 out["left"] = sorted(n for n in os.listdir(tempfile.gettempdir()) if n.startswith("flow-"))
 print(json.dumps(out))
 """
@@ -74,7 +76,7 @@ def _python() -> str:
     return sys.executable
 
 
-def _as_nobody(code: str) -> dict[str, object]:
+def _as_nobody(code: str, **sandbox: object) -> dict[str, object]:
     setpriv = shutil.which("setpriv")
     if setpriv is None or shutil.which("unshare") is None:
         pytest.skip("util-linux's setpriv or unshare is not installed")
@@ -91,6 +93,7 @@ def _as_nobody(code: str) -> dict[str, object]:
         base = [setpriv, f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}", "--clear-groups"]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home)}
         env["TMPDIR"] = str(tmp)  # Flow's temporary folders, counted after the checks
+        env["FLOW_TEST_SANDBOX"] = json.dumps(sandbox)
         done = subprocess.run(
             [*base, _python(), "-c", _RUNNER, str(ws), code, *site.getsitepackages()],
             capture_output=True,
@@ -187,3 +190,34 @@ def test_an_unprivileged_flow_leaves_no_folder_and_no_writable_root() -> None:
     tail = str(jailed["tail"])
     for place in ("/etc/flow-x", "/var/flow-x", "/flow-x"):
         assert f"refused {place}" in tail, tail
+
+
+_SPREAD_IN_COPY = """
+import os, secrets
+folder, written, stopped = 'out-' + secrets.token_hex(4), 0, None
+try:
+    for i in range(3):  # 3 x 8 MiB in new files of the copy, each under file_size_mib
+        os.makedirs(f'{folder}/{i}')
+        with open(f'{folder}/{i}/part.bin', 'wb') as fh:
+            for _ in range(8):
+                fh.write(b'c' * (1024 * 1024))
+                fh.flush()
+                written += 1
+except OSError as err:
+    stopped = err.errno
+print('stopped', stopped, 'wrote MiB', written)
+"""
+
+
+def test_an_unprivileged_flow_bounds_the_copy_as_a_whole() -> None:
+    result = _as_nobody(_SPREAD_IN_COPY, disk_mib=16, file_size_mib=10)
+    off, jailed = result["off"], result["auto"]
+    assert isinstance(off, dict)
+    assert isinstance(jailed, dict)
+    assert "stopped None wrote MiB 24" in str(off["tail"])  # the control: no bound at all
+    if "bounded for /tmp only" in str(jailed["why"]):
+        pytest.skip(str(jailed["why"]))  # no --size in this bubblewrap, or no sh/cp
+    assert "stopped 28" in str(jailed["tail"]), jailed  # ENOSPC in the check's own tmpfs
+    assert jailed["status"] == "limit", jailed
+    assert "sandbox.disk_mib" in str(jailed["error"])
+    assert "disk bounded per place" in str(jailed["why"])  # /tmp and /dev/shm: each disk_mib

@@ -113,8 +113,13 @@ def test_mount_order_keeps_a_workspace_under_tmp_visible(jail_ok: None, ws: Path
             for i, a in enumerate(argv)
             if a == "/tmp" and (argv[i - 1] == "--tmpfs" or argv[i - 2] == "--bind")
         )
-        bind = next(i for i, a in enumerate(argv) if a == "--bind" and argv[i + 2] == real)
-        assert not argv[bind + 1].startswith(real + "/")  # the private copy, in its place
+        # the private copy, in its place: bound, or (Flow not root) a sized tmpfs filled by cp
+        bind = next(
+            i
+            for i, a in enumerate(argv)
+            if a == real and (argv[i - 2] == "--bind" or argv[i - 1] == "--tmpfs")
+        )
+        assert not argv[bind - 1].startswith(real + "/")
         assert tmp < bind  # a later mount on /tmp would hide the workspace
         git = argv.index(os.path.join(real, ".git"))
         assert argv[git - 1] == "--ro-bind-try"

@@ -78,9 +78,10 @@ class SandboxConfig(BaseModel):
             cgroup); past it the kernel ends the check and its status is ``limit``.
         disk_mib: what a check may write in all, in MiB: its edits and new files in its
             private copy, ``/tmp`` (which holds ``HOME``) and ``/dev/shm`` together, on a
-            tmpfs of its own (``verify/_disk.py``; where Flow cannot mount one, ``/tmp`` and
-            ``/dev/shm`` each); past it a write fails with ``ENOSPC`` and a check that ends
-            with it full has status ``limit``. Its pages also count against ``memory_mib``.
+            tmpfs of its own (``verify/_disk.py``; where Flow cannot mount one, the copy,
+            ``/tmp`` and ``/dev/shm`` each); past it a write fails with ``ENOSPC`` and a check
+            that ends with it full has status ``limit``. Its pages also count against
+            ``memory_mib``.
         cpus: how many CPUs' worth of time the check's processes together may use (a ``cpu``
             cgroup quota; fractions allowed); 0 (default): all CPUs but one, at least one.
         cpu_seconds: CPU time, in seconds, all the check's processes together may use (a

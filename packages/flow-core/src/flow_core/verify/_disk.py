@@ -18,9 +18,14 @@ unmounts (lazily: the jail's last process may still be going) and removes the fo
 Flow killed before that leaves it for the next Flow's sweep (``_cgroup.sweep_once``).
 
 Where a mount is refused (Flow not root, a container without ``CAP_SYS_ADMIN``) there is no
-``CheckDisk``: the jail's ``/tmp`` and ``/dev/shm`` are then bubblewrap tmpfs of ``disk_mib``
-each and the copy lies in the system temporary folder, bounded only per file
-(``file_size_mib``); the check's ``sandbox_reason`` says so.
+``CheckDisk``. The copy is then made in the system temporary folder and, where bubblewrap has
+``--size`` and ``sh`` and ``cp`` are in the system folders, copied again inside the jail onto
+a bubblewrap tmpfs at the workspace's path, sized to the copy plus ``disk_mib``
+(:class:`JailDisk`, ``sized_copy_tools``): the check's edits and new files stop with
+``ENOSPC`` there, as root. bubblewrap cannot bind one tmpfs made inside the jail at several
+places, so ``/tmp`` and ``/dev/shm`` are separate bubblewrap tmpfs of ``disk_mib`` each: in
+all a check writes at most three times ``disk_mib``, which ``sandbox_reason`` says. Without
+``--size`` or the tools, the copy is bounded only per file (``file_size_mib``).
 """
 
 from __future__ import annotations
@@ -29,12 +34,15 @@ import contextlib
 import ctypes
 import functools
 import os
+import shutil
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 
 from flow_core.verify._cgroup import sweep_once
 
-__all__ = ["FULL_BYTES", "CheckDisk", "make_disk"]
+__all__ = ["FULL_BYTES", "CheckDisk", "JailDisk", "make_disk", "sized_copy_tools"]
 
 #: Free space below which the check is taken to have run into ``disk_mib`` (a write that
 #: failed with ``ENOSPC`` leaves less than a page).
@@ -155,3 +163,67 @@ def make_disk(workspace: str) -> tuple[CheckDisk | None, str | None]:
         disk.close()
         return None, f"cannot prepare the check's tmpfs ({err.strerror or err})"
     return disk, None
+
+
+#: Seconds ``JailDisk.attach`` waits for bubblewrap to mount the check's tmpfs.
+_ATTACH_TIMEOUT_S = 5.0
+#: Where the tools of the in-jail copy are looked for (inside the jail's system folders).
+_TOOL_PATH = "/usr/bin:/bin"
+
+
+@functools.cache
+def sized_copy_tools() -> tuple[str, str] | None:
+    """``(sh, cp)`` for the copy made inside the jail, or None when either is missing."""
+    sh, cp = shutil.which("sh", path=_TOOL_PATH), shutil.which("cp", path=_TOOL_PATH)
+    return (sh, cp) if sh is not None and cp is not None else None
+
+
+@dataclass
+class JailDisk:
+    """The check's own tmpfs when Flow cannot mount one: bubblewrap's ``--size`` tmpfs at the
+    workspace's path (see the module docstring).
+
+    Flow holds a descriptor of it, taken from ``/proc/PID/root`` of the jail's pid 1 before the
+    check runs (``attach``), so ``full`` still answers after the jail's mounts are gone.
+
+    Attributes:
+        place: the workspace's path (inside the jail).
+        size: the tmpfs's size in bytes (the copy's pages plus ``disk_mib``).
+        fd: the descriptor, or -1 before ``attach``.
+    """
+
+    place: str
+    size: int
+    fd: int = -1
+
+    def attach(self, pid: int) -> None:
+        """Take the descriptor once bubblewrap has mounted the tmpfs (its size tells it from
+        the host folder at the same path); raises OSError after ``_ATTACH_TIMEOUT_S``."""
+        where = f"/proc/{pid}/root{self.place}"
+        deadline = time.monotonic() + _ATTACH_TIMEOUT_S
+        while True:
+            with contextlib.suppress(OSError):
+                fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                st = os.fstatvfs(fd)
+                if st.f_blocks * st.f_frsize == self.size:
+                    self.fd = fd
+                    return
+                os.close(fd)
+            if time.monotonic() > deadline:
+                raise OSError(f"the check's tmpfs did not appear at {self.place}")
+            threading.Event().wait(0.0005)  # bubblewrap is still mounting
+
+    def full(self) -> bool:
+        """Whether less than ``FULL_BYTES`` is left (False before ``attach``)."""
+        try:
+            st = os.fstatvfs(self.fd)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize < FULL_BYTES
+
+    def close(self) -> None:
+        """Let the tmpfs go; never raises."""
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1

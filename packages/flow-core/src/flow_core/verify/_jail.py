@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from flow_core._report import SandboxKind
 from flow_core.verify._cgroup import CheckCgroup
-from flow_core.verify._disk import CheckDisk
+from flow_core.verify._disk import CheckDisk, JailDisk
 
 if TYPE_CHECKING:
     from flow_core._protocols import EditorBridge
@@ -88,8 +88,8 @@ class Jail:
             before it starts the check, so the limits and the cgroup are in place first.
         limits: ``(resource, value)`` pairs applied with ``prlimit`` to the jail's pid 1.
         cgroup: the check's cgroups (``verify/_cgroup.py``: processes, memory, CPU), or None.
-        disk: the check's own tmpfs (``verify/_disk.py``: its copy, ``/tmp``, ``/dev/shm``),
-            or None.
+        disk: the check's own tmpfs (``verify/_disk.py``: Flow's, holding its copy, ``/tmp``
+            and ``/dev/shm``; or bubblewrap's at the workspace's path, ``JailDisk``), or None.
         cpu_budget_s: ``sandbox.cpu_seconds`` (0: none); ``cpu_over`` is set when the check
             used more and was ended for it; ``disk_full`` when its disk was seen full while
             it ran (``_watch``).
@@ -106,7 +106,7 @@ class Jail:
     block_fd: int = -1
     limits: list[tuple[int, int]] = field(default_factory=list)
     cgroup: CheckCgroup | None = None
-    disk: CheckDisk | None = None
+    disk: CheckDisk | JailDisk | None = None
     cpu_budget_s: float = 0.0
     cpu_over: bool = False
     disk_full: bool = False
@@ -140,6 +140,8 @@ class Jail:
                 raise OSError("bubblewrap reported no pid")
             for res, value in self.limits:
                 resource.prlimit(pid, res, (value, value))
+            if isinstance(self.disk, JailDisk):
+                self.disk.attach(pid)  # bubblewrap has mounted it: it waits on block_fd
             if self.cgroup is not None:
                 self.cgroup.join(pid)
             os.write(self.block_fd, b"1")

@@ -43,6 +43,12 @@ SHM = "/dev/shm"  # noqa: S108 - a mount point inside the jail
 VAR_TMP = "/var/tmp"  # noqa: S108 - a symlink inside the jail
 
 
+#: Where the host copy is shown read-only while ``cp`` fills the check's sized tmpfs
+#: (``JailLayout.sized``).
+COPY_SOURCE = "/.flow-copy"
+#: Exit status of the in-jail copy step when ``cp`` fails (before the check ran).
+COPY_FAILED = 126
+
 #: Where ``setpriv`` (util-linux) is looked for when it is not on ``PATH``.
 _SETPRIV_PLACES = ("/usr/bin/setpriv", "/bin/setpriv")
 
@@ -237,6 +243,10 @@ class JailLayout:
             ``/dev/shm``; None: bubblewrap tmpfs of ``disk_mib`` each.
         caches: ``(host folder, place in the copy)`` of ``verify/_caches.py``, bound
             read-write over the copy before the read-only binds.
+        sized: ``(tmpfs bytes, RLIMIT_FSIZE bytes, sh, cp)`` when Flow could not mount the
+            check's own tmpfs (``verify/_disk.JailDisk``): the workspace's path is then a
+            bubblewrap tmpfs of that size, ``tree`` is shown read-only at ``COPY_SOURCE``,
+            and ``sh`` runs ``cp`` into it, sets the file-size limit and execs the check.
     """
 
     workspace: str
@@ -247,6 +257,7 @@ class JailLayout:
     tree: str | None = None
     scratch: tuple[str, str] | None = None
     caches: Sequence[tuple[str, str]] = ()
+    sized: tuple[int, int, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -305,7 +316,21 @@ def bwrap_argv(
             shown.append(path)
             out += [*_open_parents(path, shown, made), "--ro-bind-try", path, path]
     out += [*_workspace_part(layout, shown, made), "--remount-ro", "/"]
-    return [*out, "--chdir", layout.workspace, "--", *who.prefix(), *layout.argv]
+    return [*out, "--chdir", layout.workspace, "--", *_copy_step(layout), *layout.argv]
+
+
+def _copy_step(layout: JailLayout) -> list[str]:
+    """What runs before the check's argv: ``setpriv`` (root), or the in-jail copy onto the
+    sized tmpfs (``layout.sized``: ``cp``, then the file-size limit ``cp`` must not have,
+    then ``exec``), or nothing."""
+    if layout.sized is None:
+        return layout.user.prefix()
+    _, fsize, sh, cp = layout.sized
+    script = (
+        f"{cp} -a {COPY_SOURCE}/. . || exit {COPY_FAILED}; "
+        f'ulimit -f {fsize // 512} || exit {COPY_FAILED}; exec "$@"'
+    )
+    return [sh, "-c", script, "sh"]
 
 
 def _workspace_part(layout: JailLayout, shown: list[str], made: set[str]) -> list[str]:
@@ -313,7 +338,11 @@ def _workspace_part(layout: JailLayout, shown: list[str], made: set[str]) -> lis
     folders bound read-write over it, then the read-only binds from the workspace."""
     workspace = layout.workspace
     out = ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, shown, made)]
-    out += ["--bind", layout.tree or workspace, workspace]
+    if layout.sized is not None and layout.tree is not None:
+        out += ["--ro-bind", layout.tree, COPY_SOURCE, "--perms", "0755"]
+        out += ["--size", str(layout.sized[0]), "--tmpfs", workspace]
+    else:
+        out += ["--bind", layout.tree or workspace, workspace]
     for host, place in layout.caches:  # operator-named caches kept across checks
         out += [*_open_parents(place, shown, made), "--bind", host, place]
     for folder in layout.writable:  # the check's private results folder (run/_evidence.py)

@@ -69,7 +69,7 @@ from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._caches import cache_folders
 from flow_core.verify._cgroup import CheckCgroup, cgroup_parents, make_cgroup
-from flow_core.verify._disk import make_disk
+from flow_core.verify._disk import JailDisk, make_disk, sized_copy_tools
 from flow_core.verify._jail import CheckScope, Jail
 from flow_core.verify._jail_argv import (
     JAIL_HOME,
@@ -77,6 +77,7 @@ from flow_core.verify._jail_argv import (
     CheckUser,
     JailFds,
     JailLayout,
+    _has_size,
     bwrap_argv,
     check_user,
     jail_flags,
@@ -371,23 +372,36 @@ def _furnish(
     if disk is not None:
         jail.disk = disk
         jail._cleanups.append(disk.close)
+    caches, no_cache = cache_folders(workspace, cfg.caches, user.owner, environ)
+    tools = sized_copy_tools() if disk is None and user.owner is None else None
+    sized = tools is not None and _has_size(jail.executable)
+    files, overlay = plan.files, None if spec is None else spec.usable_overlay()
+    if sized:  # what read-only or cache binds shadow is not copied: cp cannot write there
+        shadowed = [*plan.read_only, *layout.protected, ".git"]
+        shadowed += [os.path.relpath(place, workspace) for _, place in caches]
+        files = tuple(f for f in files if not _shadowed(f, shadowed))
+        overlay = {k: v for k, v in (overlay or {}).items() if not _shadowed(k, shadowed)}
     tree = build_tree(
         workspace,
-        plan.files,
+        files,
         owner=user.owner,
-        overlay=None if spec is None else spec.usable_overlay(),
-        mount_points=plan.read_only,
+        overlay=overlay,
+        mount_points=() if sized else plan.read_only,
         parent=disk.tree if disk is not None else None,
     )
     jail._cleanups.append(tree.close)
     if disk is not None:
         disk.bound(cfg.disk_mib)
+    elif sized and tools is not None:
+        jail.disk = JailDisk(workspace, tree.space + cfg.disk_mib * _MIB)
+        jail._cleanups.append(jail.disk.close)
+        fsize = dict(_limit_values(cfg))[resource.RLIMIT_FSIZE]
+        layout = replace(layout, sized=(jail.disk.size, fsize, *tools))
     if user.owner is not None:
         for folder in layout.writable:  # the results folder: the check writes there
             os.chown(folder, *user.owner)
     program, no_filter = seccomp_program(cfg.network)
     filter_fd = _keep(jail, seccomp_fd(program)) if program is not None else -1
-    caches, no_cache = cache_folders(workspace, cfg.caches, user.owner, environ)
     uid, gid = user.owner or (os.getuid(), os.getgid())
     identity = [_keep(jail, fd) for fd in data_fds(identity_files(uid, gid, JAIL_HOME))]
     etc_files = open_etc_files(etc_plan(cfg.network))
@@ -399,7 +413,8 @@ def _furnish(
     _keep(jail, block_r)
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
-    notes += [f"{_UNBOUND['disk_mib']}: {no_disk}"] if no_disk else []
+    if no_disk:
+        notes.append(f"{_UNBOUND['disk_per_place' if sized else 'disk_mib']}: {no_disk}")
     notes += [f"kept across checks (sandbox.caches): {', '.join(cfg.caches)}"] if caches else []
     notes += [f"sandbox.caches not kept: {no_cache}"] if no_cache else []
     jail.reason = "; ".join(notes) or None
@@ -411,6 +426,11 @@ def _furnish(
         caches=caches,
     )
     return layout, JailFds(write_fd, block_r, filter_fd, identity, etc_files)
+
+
+def _shadowed(rel: str, places: Sequence[str]) -> bool:
+    """Whether workspace-relative ``rel`` is one of ``places`` or lies below one."""
+    return any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in places)
 
 
 def _keep(jail: Jail, fd: int) -> int:
@@ -442,6 +462,8 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
     jail.cgroup = group  # read after the check (limits_hit) and for cpu_seconds
     if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
         jail.limits = _limit_values(cfg)
+        if isinstance(jail.disk, JailDisk):  # set after the in-jail copy (_jail_argv)
+            jail.limits = [(r, v) for r, v in jail.limits if r != resource.RLIMIT_FSIZE]
     else:
         jail.preexec = _limits(cfg, group)
     counted = "cpu_seconds" in group.missing or group.cpu_seconds() is not None
@@ -463,4 +485,7 @@ _UNBOUND = {
     "cpu_seconds": "CPU time not bounded",
     "cpuacct": "CPU time not bounded",
     "disk_mib": "disk bounded for /tmp only, not the private copy",
+    "disk_per_place": (
+        "disk bounded per place, not in all: the copy, /tmp and /dev/shm may each take disk_mib"
+    ),
 }

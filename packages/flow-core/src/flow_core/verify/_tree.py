@@ -53,6 +53,8 @@ CACHE_DIRS = frozenset(
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_DEPTH = 64
 _CHUNK = 1 << 20
+#: A tmpfs holds file content in whole pages.
+_PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass(frozen=True)
@@ -106,11 +108,14 @@ class PrivateTree:
         root: absolute path of the copy's top folder (owned by ``owner``).
         files: how many files and links were written into it.
         bytes: how many bytes of file content were copied or written.
+        space: what the files take on a tmpfs, in bytes: each file's size rounded up to whole
+            pages, a page per link (``verify/_disk.JailDisk`` sizes the check's copy with it).
     """
 
     root: str
     files: int = 0
     bytes: int = 0
+    space: int = 0
     _container: str = field(default="", repr=False)
 
     def close(self) -> None:
@@ -249,6 +254,7 @@ def _fill(
             if copied is not None:
                 tree.files += 1
                 tree.bytes += copied
+                tree.space += max(_PAGE, -(-copied // _PAGE) * _PAGE)
     finally:
         os.close(src_fd)
     for rel, content in sorted(overlay.items()):
@@ -268,6 +274,7 @@ def _fill(
             os.close(fd)
         tree.files += 1
         tree.bytes += len(content)
+        tree.space += max(_PAGE, -(-len(content) // _PAGE) * _PAGE)
 
 
 def _own(path: str, owner: tuple[int, int] | None) -> None:
