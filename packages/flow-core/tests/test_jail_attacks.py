@@ -444,36 +444,6 @@ def test_disk_is_bounded_for_all_the_check_writes(jail_ok: None, ws: Path) -> No
     assert not (ws / "spread.bin").exists()
 
 
-_SPREAD_IN_COPY = """
-import os
-written, stopped = 0, None
-try:
-    for i in range(3):  # 3 x 8 MiB in new files of the copy, each under file_size_mib
-        os.makedirs(f'out{i}', exist_ok=True)
-        with open(f'out{i}/part.bin', 'wb') as fh:
-            for _ in range(8):
-                fh.write(b'c' * (1024 * 1024))
-                fh.flush()
-                written += 1
-except OSError as err:
-    stopped = err.errno
-print('stopped', stopped, 'wrote MiB', written)
-"""
-
-
-def test_the_private_copy_is_bounded_as_a_whole(jail_ok: None, ws: Path) -> None:
-    off = _attack(ws, _SPREAD_IN_COPY, mode="off", disk_mib=16, file_size_mib=10)
-    assert "stopped None wrote MiB 24" in off, off  # the control: no per-file limit stops it
-    for i in range(3):
-        (ws / f"out{i}" / "part.bin").unlink()
-    result = _limited(ws, _SPREAD_IN_COPY, "bounded for /tmp only", disk_mib=16, file_size_mib=10)
-    assert "stopped 28" in result.output_tail, result.output_tail  # ENOSPC
-    assert result.status == "limit", (result.status, result.output_tail)
-    assert result.error is not None
-    assert "sandbox.disk_mib" in result.error.message
-    assert not (ws / "out0" / "part.bin").exists()  # and nothing reached the user's tree
-
-
 _FILL_AND_DELETE = """
 import os, time
 stopped = None
