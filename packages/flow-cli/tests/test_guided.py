@@ -108,16 +108,21 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     )
     first_coder, second_coder = [r for r in fake.requests if _role(r) == "coder"]
     choices = _choices(first_coder)
+    # No answer before the coder's first write; no search (no task identifier is in a file).
     assert set(choices) == {
-        "",
         "list_files",
         "read_file",
-        "search_text",
         "outline",
         "write_file",
         "edit_file",
         "run_check",
     }
+    assert "" in _choices(second_coder)
+    # The file the task names, numbered as read_file shows it, is in the first prompt.
+    user = first_coder["messages"][1]["content"]
+    assert (
+        "calc.py: lines 1-2 of 2\n1\tdef add(a: int, b: int) -> int:\n2\t    return a + b" in user
+    )
     # An existing file is one of the workspace's files, read within its lines, edited at one
     # of its lines; a new file's path is any string. Each request's schema is built anew.
     reads = {c["path"]["const"]: c["start_line"]["enum"] for c in choices["read_file"]}
@@ -128,7 +133,10 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     ]
     assert _old_texts(second_coder, "calc.py")[1] == "    return a + b  # checked"
     assert choices["list_files"] == [{"path": {"type": "string", "enum": [""]}}]
-    assert choices["write_file"][0]["path"] == {"type": "string", "description": "relative path"}
+    assert choices["write_file"][0]["path"]["anyOf"][0] == {
+        "type": "string",
+        "enum": ["calc.py", "notes.md"],
+    }
     assert choices["run_check"][0]["name"]["enum"] == ["unit", "compile"]
     # The planner's read-only choices; no probe was sent under "on".
     (planner,) = [r for r in fake.requests if _role(r) == "planner"]
@@ -158,3 +166,33 @@ def test_guided_auto_stays_off_where_the_server_ignores_the_schema(
     assert _modes(_run(env, h, tmp_path, workspace, fake, "auto")) == ("off", "off", "off")
     for request in fake.requests:
         assert "anyOf" not in (request.get("format") or {})
+
+
+def _reader(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A server that, as the coder, reads a new line of calc.py while a call is allowed, and
+    answers when only the answer is."""
+    role = _role(request)
+    if role == "reviewer":
+        return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
+    choices = _choices(request)
+    if role == "planner" or set(choices) == {""}:
+        return json.dumps({"answer": "Looked at calc.py."}), []
+    turn = sum(1 for m in request["messages"] if m["role"] == "tool") + 1
+    args = {"path": "calc.py", "start_line": 1, "end_line": turn}
+    return json.dumps({"tool": "read_file", "arguments": args}), []
+
+
+def test_a_guided_role_can_only_answer_on_its_last_turn(
+    env, h, tmp_path, workspace, fake_ollama
+) -> None:
+    fake = fake_ollama(_reader)
+    (workspace / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\n# end\n")
+    result = _run(env, h, tmp_path, workspace, fake, "on")
+    report = result.json()
+    assert report["roles"]["coder"]["stopped"] == "answer", result.stderr
+    coder = [r for r in fake.requests if _role(r) == "coder"]
+    assert len(coder) == 4  # max_iterations
+    # Before any write no answer is offered; on the last turn nothing else is.
+    assert ["" in _choices(r) for r in coder] == [False, False, False, True]
+    assert set(_choices(coder[-1])) == {""}
+    assert [(c["name"], c["ok"]) for c in report["tool_calls"]] == [("read_file", True)] * 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +14,23 @@ from flow_core.run._guided import (
     MAX_GUIDED_FILES,
     MAX_GUIDED_LINES,
     MAX_LINE_FILES,
+    NEW_PATH,
     guided_format,
     probe_passed,
     unwrap,
 )
+from flow_core.run._stall import StallWatch
 from flow_core.tools._schemas import TOOL_SCHEMAS
 from flow_safeio import Workspace
 
 
 def _choices(
-    tmp_path: Path, files: dict[str, str], done: tuple[ToolCall, ...] = ()
+    tmp_path: Path,
+    files: dict[str, str],
+    done: tuple[ToolCall, ...] = (),
+    *,
+    task: str = "",
+    first: tuple[str, ...] | list[str] = (),
 ) -> dict[str, list[dict[str, Any]]]:
     """The guided schema's argument schemas by tool name, for a workspace holding ``files``
     (each tool's ``required`` list under the key ``"required"``)."""
@@ -30,7 +38,7 @@ def _choices(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     with Workspace(tmp_path) as ws:
-        schema = guided_format(list(TOOL_SCHEMAS.values()), ws, done)
+        schema = guided_format(list(TOOL_SCHEMAS.values()), ws, done, task=task, first=first)
     out: dict[str, list[dict[str, Any]]] = {}
     for choice in schema["anyOf"]:
         props = choice["properties"]
@@ -57,9 +65,84 @@ def test_a_small_file_bounds_read_lines_and_edit_old_text_to_its_own_lines(tmp_p
         {"type": "string", "enum": ["notes.md", "pkg/m.py"]}
     ]
     assert [c["path"] for c in choices["list_files"]] == [{"type": "string", "enum": ["", "pkg"]}]
-    assert [c["path"] for c in choices["write_file"]] == [
-        {"type": "string", "description": "relative path"}
-    ]
+    # write_file: an existing file, or a new relative path.
+    (write,) = choices["write_file"]
+    assert write["path"] == {
+        "anyOf": [{"type": "string", "enum": ["notes.md", "pkg/m.py"]}, NEW_PATH_SCHEMA]
+    }
+    # No task: nothing to search for.
+    assert "search_text" not in choices
+
+
+NEW_PATH_SCHEMA = {"type": "string", "pattern": NEW_PATH}
+
+
+@pytest.mark.parametrize(
+    ("path", "ok"),
+    [
+        ("new.py", True),
+        ("pkg/new_mod.py", True),
+        ("_x", True),
+        ("/tmp/x.py", False),
+        ("../x.py", False),
+        (".hidden", False),
+        ("a b.py", False),
+        ("", False),
+    ],
+)
+def test_a_new_path_is_relative(path: str, ok: bool) -> None:
+    assert bool(re.fullmatch(NEW_PATH[1:-1], path)) is ok
+
+
+def test_search_queries_are_the_tasks_identifiers_found_in_the_files(tmp_path: Path) -> None:
+    files = {"calc.py": "def inclusive_sum(start, stop):\n    return stop\n", "n.md": "# N\n"}
+    task = "Fix inclusive_sum in calc.py: the stop value and the missing_name"
+    choices = _choices(tmp_path, files, task=task)
+    (search,) = choices["search_text"]
+    # Longest first; common words and identifiers in no file are left out; nothing else free.
+    assert search == {
+        "query": {"type": "string", "enum": ["inclusive_sum", "stop"]},
+        "required": ["query"],
+    }
+    asked = (ToolCall("1", "search_text", {"query": "inclusive_sum"}),)
+    (search,) = _choices(tmp_path, files, asked, task=task)["search_text"]
+    assert search["query"]["enum"] == ["stop"]
+    asked += (ToolCall("2", "search_text", {"query": "stop"}),)
+    assert "search_text" not in _choices(tmp_path, files, asked, task=task)
+
+
+def test_the_task_files_come_first_and_get_their_own_line_choices(tmp_path: Path) -> None:
+    files = {f"a{i:02d}.py": f"x = {i}\n" for i in range(MAX_LINE_FILES)}
+    files["z/target.py"] = "def target():\n    return 1\n"
+    choices = _choices(tmp_path, files, first=["z/target.py"])
+    assert [c["path"]["const"] for c in choices["read_file"][:1]] == ["z/target.py"]
+    assert choices["edit_file"][0]["path"] == {"type": "string", "const": "z/target.py"}
+    assert choices["outline"][0]["path"]["enum"][0] == "z/target.py"
+    # Without it, the file is past the cap of line-bound files: it shares the free choice.
+    plain = _choices(tmp_path, files)
+    assert "z/target.py" not in [c["path"].get("const") for c in plain["edit_file"]]
+
+
+def test_the_answer_alone_or_calls_alone(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("x = 1\n")
+    tools = list(TOOL_SCHEMAS.values())
+    with Workspace(tmp_path) as ws:
+        last = guided_format(tools, ws, calls=False)
+        acting = guided_format(tools, ws, answer=False)
+        nothing = guided_format([], ws, answer=False)
+    assert last == {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"answer": {"type": "string"}},
+                "required": ["answer"],
+                "additionalProperties": False,
+            }
+        ]
+    }
+    assert all("tool" in c["properties"] for c in acting["anyOf"])
+    # No call to offer: the answer stays, so a reply is always possible.
+    assert nothing == last
 
 
 def test_lines_and_paths_with_a_quote_or_backslash_are_never_allowed_values(tmp_path: Path) -> None:
@@ -145,3 +228,25 @@ def test_the_probe_passes_only_on_the_exact_object() -> None:
     assert probe_passed(ChatResponse('{"probe": "flow-guided-probe-4f1c"}'))
     assert not probe_passed(ChatResponse('{"probe": "yes"}'))
     assert not probe_passed(ChatResponse("flow-guided-probe-4f1c"))
+
+
+def test_a_check_already_run_is_not_offered_again_until_a_write(tmp_path: Path) -> None:
+    watch = StallWatch(list(TOOL_SCHEMAS.values()), max_repeated_calls=2, max_idle_turns=3)
+    failed = ToolCall("1", "run_check", {"name": "tests"})
+    watch.after_turn([(failed, False)])  # a failing check: its answer is in the context
+    assert watch.done() == (failed,)
+    name = {"type": "string", "enum": ["tests", "lint"]}
+    params = {"type": "object", "properties": {"name": name}, "required": ["name"]}
+    check = {"type": "function", "function": {"name": "run_check", "parameters": params}}
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    def offered(done: tuple[ToolCall, ...]) -> list[list[str]]:
+        with Workspace(tmp_path) as ws:
+            schema = guided_format([check], ws, done)
+        calls = [c["properties"] for c in schema["anyOf"] if "tool" in c["properties"]]
+        return [c["arguments"]["properties"]["name"]["enum"] for c in calls]
+
+    assert offered(watch.done()) == [["lint"]]
+    watch.after_turn([(ToolCall("2", "edit_file", {}), True)])  # a write: each may differ now
+    assert watch.wrote
+    assert offered(watch.done()) == [["tests", "lint"]]

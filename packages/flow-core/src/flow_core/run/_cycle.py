@@ -43,7 +43,7 @@ from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, 
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
-from flow_core.tools._map import MAP_CHARS, project_map
+from flow_core.tools._map import MAP_CHARS, file_views, project_map, task_files
 from flow_core.verify import (
     DOC_KEY,
     STATIC_KINDS,
@@ -56,7 +56,6 @@ from flow_core.verify._results import is_weak
 from flow_core.verify._suppress import added_suppressions
 
 if TYPE_CHECKING:
-    from flow_core._protocols import ToolCall
     from flow_core._report import ReportStatus
     from flow_core.config import FlowConfig
     from flow_core.run._run import Run
@@ -160,7 +159,9 @@ class RunDriver:
     ) -> RoleOutcome:
         """One invocation of ``role``. A read-only role whose model cannot receive tool
         definitions gets none, its prompt without tools and, with ``map_for`` (the task), the
-        project map (``docs/architecture.md``, "A role without tools")."""
+        project map (``docs/architecture.md``, "A role without tools"); a guided role with
+        ``map_for`` gets the numbered lines of the task's files instead (``file_views``;
+        "Guided tool calls")."""
         toolbox = self.run.toolbox(role, cycle)
         model = self.config.model_for(role)
         options = self.config.options_for(role)
@@ -170,10 +171,19 @@ class RunDriver:
                 functools.partial(self.backend.tool_definitions_reach, model),
                 name=f"flow-{role}-tools",
             )
+            guided = (
+                self._guided(model, options, toolbox, map_for or "")
+                if tools and response_format is None
+                else None
+            )
+            budget = min(MAP_CHARS, self.config.agent.max_context_chars // 4)
             if not tools and map_for is not None:
-                budget = min(MAP_CHARS, self.config.agent.max_context_chars // 4)
                 found = project_map(toolbox.workspace, map_for, budget=budget)
                 user += "\n\n" + fence("project map", found)
+            elif guided is not None and map_for is not None:
+                views = file_views(toolbox.workspace, map_for, budget=budget)
+                if views:
+                    user += "\n\nThe files the task concerns, as read_file shows them:\n" + views
             spec = RoleSpec(
                 role=role,
                 model=model,
@@ -184,17 +194,15 @@ class RunDriver:
                 response_format=response_format,
                 options=options,
                 tools=tools,
-                guided=self._guided(model, options, toolbox)
-                if tools and response_format is None
-                else None,
+                guided=guided,
             )
             return run_role(self.state, self.backend, self.config.agent, spec)
         except RunEnded as ended:
             return RoleOutcome(False, failure=ended.code)
 
     def _guided(
-        self, model: str, options: Mapping[str, Any], toolbox: ToolBox
-    ) -> Callable[[Sequence[ToolCall]], dict[str, Any]] | None:
+        self, model: str, options: Mapping[str, Any], toolbox: ToolBox, task: str
+    ) -> Callable[..., dict[str, Any]] | None:
         """What builds the guided reply schema of each request of a role with tools, or None
         (``run/_guided.py``): the
         ``guided`` option ``on``, or ``auto`` and the server passed the probe (once per run
@@ -224,14 +232,20 @@ class RunDriver:
             self._probed[model] = passed
         if mode == "auto" and not self._probed[model]:
             return None
-        return functools.partial(guided_format, toolbox.schemas, toolbox.workspace)
+        first = task_files(toolbox.workspace, task) if task else []
+        return functools.partial(
+            guided_format, toolbox.schemas, toolbox.workspace, task=task, first=first
+        )
 
     def _cycle(self, task: str, cycle: int, feedback: str) -> Verification:
         """One coder → checks → reviewer → gate cycle (steps a-f of the module docstring)."""
         state, config = self.state, self.config
         budget_reasons: list[str] = []
         coder = self._role(
-            "coder", coder_prompt(task, state.plan, config.checks, feedback), cycle=cycle
+            "coder",
+            coder_prompt(task, state.plan, config.checks, feedback),
+            cycle=cycle,
+            map_for=task,
         )
         if not coder.completed:
             budget_reasons.append(f"coder did not complete: {coder.failure}")

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
+from flow_core.tools._map import task_words
 from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ __all__ = [
     "MAX_GUIDED_FILES",
     "MAX_GUIDED_LINES",
     "MAX_LINE_FILES",
+    "MAX_QUERIES",
+    "NEW_PATH",
     "PROBE_VALUE",
     "guided_format",
     "probe_format",
@@ -64,15 +67,28 @@ MAX_LINE_FILE_BYTES = 64 * 1024
 _EXISTING_FILE_TOOLS = frozenset({"read_file", "outline", "edit_file"})
 #: Tools given one choice per file, bound to that file's lines (``_per_file``).
 _LINE_TOOLS = frozenset({"read_file", "edit_file"})
+#: Tools whose one enum argument says the whole call: a value already asked leaves the enum.
+_ONE_ENUM = {"list_files": "path", "outline": "path", "run_check": "name", "search_text": "query"}
+#: Most task identifiers offered as ``search_text`` queries.
+MAX_QUERIES = 30
+#: A new file's path: relative, starting with a letter, digit or ``_`` (no ``"`` or ``\\``).
+NEW_PATH = "^[A-Za-z0-9_][A-Za-z0-9_./-]*$"
 #: The value the ``auto`` probe's schema requires: no model writes it unconstrained.
 PROBE_VALUE = "flow-guided-probe-4f1c"
 
 
 def guided_format(
-    schemas: Sequence[Mapping[str, Any]], workspace: Workspace, done: Sequence[ToolCall] = ()
+    schemas: Sequence[Mapping[str, Any]],
+    workspace: Workspace,
+    done: Sequence[ToolCall] = (),
+    *,
+    task: str = "",
+    first: Sequence[str] = (),
+    calls: bool = True,
+    answer: bool = True,
 ) -> dict[str, Any]:
     """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``,
-    after the calls ``done`` succeeded since the role's last write.
+    after the calls ``done`` answered since the role's last write (ok or not).
 
     Built from the workspace as it is now, so it is rebuilt for each request (an edit changes
     the lines). Where the workspace has at most ``MAX_GUIDED_FILES`` files: ``list_files``'s
@@ -86,38 +102,71 @@ def guided_format(
     whose other arguments are as the tool's schema says.
 
     A call in ``done`` is not offered again (its result is in the context and would be the
-    same): a folder already listed or a file already outlined leaves the enum (the tool's
-    choice goes when none is left), and a file already read without a range must be read
+    same until a write): a folder already listed, a file already outlined, a check already
+    run or a query already searched leaves its enum (the tool's choice goes when none is
+    left), and a file already read without a range must be read
     from a ``start_line`` (``_drop_done``).
+
+    The rest of what was free text is drawn from the task and the workspace:
+    ``search_text``'s ``query`` is one of the task's identifiers (``tools/_map.task_words``)
+    that occur in those small files (at most ``MAX_QUERIES``; the choice goes when there is
+    none), with its other arguments left out; ``write_file``'s ``path`` is an existing file or
+    a new relative path (``NEW_PATH``). ``first`` (``tools/_map.task_files``: the files the
+    task names, then those defining its identifiers) comes first in every list of files, so
+    it is those files that get choices of their own.
+
+    ``calls=False`` allows only the answer (a role's last turn, whose calls would not run);
+    ``answer=False`` allows only calls (a role that can write, before its first write).
     """
-    files = [p for p in workspace.walk(".", limit=MAX_GUIDED_FILES + 1) if _grammar_safe(p)]
+    if not calls:
+        return {"anyOf": [_answer()]}
+    walked = [p for p in workspace.walk(".", limit=MAX_GUIDED_FILES + 1) if _grammar_safe(p)]
+    head = [p for p in dict.fromkeys(first) if p in walked]
+    files = head + [p for p in walked if p not in head]
     listed = files if len(files) <= MAX_GUIDED_FILES else []
     texts = _file_texts(workspace, listed)
+    queries = _queries(task, texts)
     choices: list[dict[str, Any]] = []
     for schema in schemas:
         function = schema.get("function", {})
         name = str(function.get("name", ""))
         params = dict(function.get("parameters") or {"type": "object", "properties": {}})
-        for args in _arguments(name, params, listed, texts):
+        for args in _arguments(name, params, listed, texts, queries):
             kept = _drop_done(name, args, done)
             if kept is not None:
                 choices.append(_call(name, kept))
-    choices.append(_object({"answer": {"type": "string"}}))
+    if answer or not choices:
+        choices.append(_answer())
     return {"anyOf": choices}
+
+
+def _answer() -> dict[str, Any]:
+    return _object({"answer": {"type": "string"}})
+
+
+def _queries(task: str, texts: Mapping[str, str]) -> list[str]:
+    """The task's identifiers that occur in ``texts``, longest first, at most
+    ``MAX_QUERIES``."""
+    words = sorted(task_words(task), key=lambda w: (-len(w), w))
+    found = [w for w in words if _grammar_safe(w) and any(w in t for t in texts.values())]
+    return found[:MAX_QUERIES]
 
 
 def _drop_done(name: str, args: dict[str, Any], done: Sequence[ToolCall]) -> dict[str, Any] | None:
     """``args`` without the calls of ``done`` (None: the choice allows nothing new)."""
     same = [c.arguments for c in done if c.name == name and isinstance(c.arguments, Mapping)]
-    path = (args.get("properties") or {}).get("path") or {}
-    if not same or not isinstance(path, Mapping):
+    props = args.get("properties") or {}
+    if not same:
         return args
-    if name in ("list_files", "outline") and "enum" in path:
-        seen = {str(a.get("path") or "").strip("/") for a in same}
-        left = [p for p in path["enum"] if p.strip("/") not in seen]
-        return _with(args, path={**path, "enum": left}) if left else None
+    key = _ONE_ENUM.get(name)
+    enum = props.get(key) if key is not None else None
+    if key is not None and isinstance(enum, Mapping) and "enum" in enum:
+        seen = {str(a.get(key) or "").strip("/") for a in same}
+        left = [v for v in enum["enum"] if str(v).strip("/") not in seen]
+        return _with(args, **{key: {**enum, "enum": left}}) if left else None
+    path = props.get("path") or {}
     whole = {a.get("path") for a in same if not ({"start_line", "end_line"} & set(a))}
-    if name == "read_file" and path.get("const") in whole:
+    if name == "read_file" and isinstance(path, Mapping) and path.get("const") in whole:
         required = sorted({*args.get("required", []), "start_line"})
         return {**args, "required": required}
     return args
@@ -128,11 +177,19 @@ def _call(name: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arguments(
-    name: str, params: dict[str, Any], listed: list[str], texts: dict[str, str]
+    name: str, params: dict[str, Any], listed: list[str], texts: dict[str, str], queries: list[str]
 ) -> list[dict[str, Any]]:
-    """The argument schemas of one tool's choices (several where bound to files' lines)."""
+    """The argument schemas of one tool's choices (several where bound to files' lines; none
+    for a search with no query to offer)."""
+    if name == "search_text" and listed:
+        if not queries:
+            return []
+        return [_object({"query": {"type": "string", "enum": queries}})]
     if "path" not in (params.get("properties") or {}) or not listed:
         return [params]
+    if name == "write_file":
+        new = {"type": "string", "pattern": NEW_PATH}
+        return [_with(params, path={"anyOf": [{"type": "string", "enum": listed}, new]})]
     if name == "list_files":
         folders = sorted({""} | {p.rsplit("/", 1)[0] for p in listed if "/" in p})
         return [_with(params, path={"type": "string", "enum": folders})]

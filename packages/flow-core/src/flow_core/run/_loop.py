@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,7 +32,7 @@ from flow_core.run._fence import fence
 from flow_core.run._guided import unwrap
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
-from flow_core.run._stall import StallWatch
+from flow_core.run._stall import WRITE_TOOLS, StallWatch
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
 from flow_core.tools._record import tool_event
 
@@ -68,8 +68,9 @@ class RoleSpec:
         tools: False when the model cannot receive tool definitions
             (``ChatBackend.tool_definitions_reach``): none is sent and none can be called.
         guided: builds the reply schema of guided tool calls for each request, from the
-            workspace as it is then and the calls that succeeded since the last write
-            (``run/_guided.py``), or None.
+            workspace as it is then and the calls answered since the last write
+            (``run/_guided.guided_format``'s ``done``; ``calls`` and ``answer`` come from
+            ``RoleLoop.query``), or None.
     """
 
     role: Role
@@ -81,7 +82,7 @@ class RoleSpec:
     response_format: Mapping[str, Any] | None = None
     options: Mapping[str, Any] | None = None
     tools: bool = True
-    guided: Callable[[Sequence[ToolCall]], Mapping[str, Any]] | None = None
+    guided: Callable[..., Mapping[str, Any]] | None = None
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
@@ -169,10 +170,19 @@ class RoleLoop:
         return self.execute(response, turn)
 
     def query(self, turn: int) -> ChatResponse:
-        """One model request (``_ask``) and the tokens the server counted for it."""
+        """One model request (``_ask``) and the tokens the server counted for it.
+
+        A guided role's reply schema (``RoleSpec.guided``) allows only the answer on its last
+        turn (a call then would not run), and a role that can write is not offered the answer
+        before its first successful write (docs/architecture.md, "Guided tool calls")."""
         spec = self.spec
-        guided = spec.guided
-        reply_format = spec.response_format if guided is None else guided(self.watch.done())
+        reply_format = spec.response_format
+        if spec.guided is not None:
+            # The last turn's calls would not run; a role that can write answers after writing.
+            last = turn == self.agent.max_iterations
+            writer = not WRITE_TOOLS.isdisjoint(spec.names)
+            answer = last or self.watch.wrote or not writer
+            reply_format = spec.guided(self.watch.done(), calls=not last, answer=answer)
         response = _ask(self.state, self.backend, self.ctx, spec, turn, reply_format=reply_format)
         usage = self.usage
         usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))

@@ -33,10 +33,10 @@ from flow_core._protocols import ToolCall
 if TYPE_CHECKING:
     from flow_core._codes import ErrorCode
 
-__all__ = ["Stall", "StallWatch", "schema_texts"]
+__all__ = ["WRITE_TOOLS", "Stall", "StallWatch", "schema_texts"]
 
 #: Tools whose successful call changes the workspace (resets the repeat count).
-_WRITES = frozenset({"write_file", "edit_file"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
 _JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 #: Schema descriptions shorter than this are too generic to call a copy (``"path"``).
 _MIN_ECHO_CHARS = 8
@@ -114,6 +114,8 @@ class StallWatch:
     _seen: Counter[str] = field(init=False, default_factory=Counter)
     _done: list[ToolCall] = field(init=False, default_factory=list)
     _idle: int = field(init=False, default=0)
+    #: Whether a write succeeded in this invocation (``wrote``).
+    _wrote: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self._texts = schema_texts(self.schemas)
@@ -164,9 +166,9 @@ class StallWatch:
             if ok and self._seen[sig] == 0:
                 progress = True
             self._seen[sig] += 1
-            if ok:
-                self._done.append(call)
-            if ok and call.name in _WRITES:
+            self._done.append(call)  # answered: the same call would get the same answer
+            if ok and call.name in WRITE_TOOLS:
+                self._wrote = True
                 self._seen.clear()
                 self._done.clear()
         self._idle = 0 if progress else self._idle + 1
@@ -178,9 +180,15 @@ class StallWatch:
             "(agent.max_idle_turns), so the role ends",
         )
 
+    @property
+    def wrote(self) -> bool:
+        """Whether a write succeeded in this invocation."""
+        return self._wrote
+
     def done(self) -> tuple[ToolCall, ...]:
-        """The calls that succeeded since the role's last write (their results are in the
-        context and would not differ): guided replies offer none of them again."""
+        """The calls answered since the role's last write, successful or not (their results
+        are in the context and would not differ until a write): guided replies offer none of
+        them again."""
         return tuple(self._done)
 
     def _echo(self, call: ToolCall) -> str | None:

@@ -11,6 +11,10 @@ given this map instead (``docs/architecture.md``, "A role without tools"):
 
 all within ``budget`` characters (the file list takes at most ``LIST_SHARE`` of it). Files are
 read through the workspace, so a file ``read_file`` would refuse is never outlined.
+
+A guided coder (``run/_guided.py``) gets ``file_views`` instead: the numbered lines of the same
+files, in the same order, as ``read_file`` shows them, so a small model can go straight to an
+edit. ``task_files`` is that order, which guided replies also follow.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from typing import TYPE_CHECKING
 
 from flow_core.tools._lines import split_lines
 from flow_core.tools._outline import outline
+from flow_core.tools._read import read_window
 
 if TYPE_CHECKING:
     from flow_safeio import Workspace
 
-__all__ = ["MAP_CHARS", "MAX_MAP_FILES", "project_map", "task_words"]
+__all__ = ["MAP_CHARS", "MAX_MAP_FILES", "file_views", "project_map", "task_files", "task_words"]
 
 #: The map's default budget in characters (about 1,500 tokens).
 MAP_CHARS = 6_000
@@ -80,6 +85,52 @@ def project_map(workspace: Workspace, task: str, *, budget: int = MAP_CHARS) -> 
     return "\n".join(out)[:budget]
 
 
+def task_files(workspace: Workspace, task: str) -> list[str]:
+    """The files related to ``task``, most related first (``_relevant``): those it names,
+    then those that define its identifiers. Empty when none is."""
+    return _relevant(workspace, list(workspace.walk(".", limit=_WALK_LIMIT)), task)
+
+
+def file_views(workspace: Workspace, task: str, *, budget: int = MAP_CHARS) -> str:
+    """The numbered lines of the files related to ``task`` (``task_files``' order), each
+    rendered as ``read_file`` renders a read without a range (``tools/_read.read_window``:
+    a ``PATH: lines A-B of N`` header, then ``NUMBER<TAB>TEXT`` rows), at most ``budget``
+    characters in all; a file that does not fit whole is cut at a line, and a note says so.
+
+    Returns:
+        The views, one blank line apart; "" when no related file is readable text.
+    """
+    out: list[str] = []
+    room = budget
+    for rel in task_files(workspace, task):
+        text = _read(workspace, rel)
+        if text is None or not text.strip():
+            continue
+        block = _fit(read_window(rel, text), room)
+        if not block:
+            break
+        out.append(block)
+        room -= len(block) + 2
+    return "\n\n".join(out)
+
+
+def _fit(block: str, room: int) -> str:
+    """``block`` whole, or its header and first rows within ``room`` characters and a note
+    (at least two rows; "" when even those do not fit)."""
+    if len(block) <= room:
+        return block
+    note = "[cut to fit; read_file shows the rest]"
+    rows = block.split("\n")
+    kept: list[str] = []
+    size = len(note) + 1
+    for row in rows:
+        if size + len(row) + 1 > room:
+            break
+        kept.append(row)
+        size += len(row) + 1
+    return "\n".join([*kept, note]) if len(kept) >= 3 else ""
+
+
 def _file_list(files: Sequence[str], budget: int) -> str:
     """Up to ``MAX_MAP_FILES`` paths within ``budget`` characters, with a count of the rest."""
     shown: list[str] = []
@@ -96,8 +147,9 @@ def _file_list(files: Sequence[str], budget: int) -> str:
 
 
 def _relevant(workspace: Workspace, files: Sequence[str], task: str) -> list[str]:
-    """The files the task names (in the order named), then the files defining the task's
-    identifiers, most distinct identifiers first."""
+    """The files the task names (those defining one of its identifiers first, else in the
+    order named), then the files defining the task's identifiers, most distinct identifiers
+    first."""
     named: list[str] = []
     mentioned = _PATHLIKE.findall(task)
     for mention in mentioned:
@@ -106,6 +158,7 @@ def _relevant(workspace: Workspace, files: Sequence[str], task: str) -> list[str
             if rel not in named and (rel == token or rel.endswith("/" + token)):
                 named.append(rel)
     words = task_words(task)
+    named.sort(key=lambda rel: _defined(workspace, rel, words) == 0)  # stable: else as named
     scored: list[tuple[int, str]] = []
     for rel in _scannable(files, named):
         hits = _defined(workspace, rel, words)
