@@ -12,11 +12,12 @@ runs (default 5) in each mode, with real pytest and ruff checks (``e2e/harness.p
   honours a reply schema, with ``guided = "on"``: each coder reply is one of its tool calls
   or an answer.
 
-Run ``i`` sends ``seed = i`` (temperature 0.7), so the five runs differ but repeat. Budgets keep
+Run ``i`` sends ``seed = i`` at ``TEMPERATURE`` (both printed: ``sampler_seed`` per run,
+``seeds`` and ``temperature`` in the output), so the five runs differ but repeat. Budgets keep
 each run short: ``max_seconds`` ends the run in time for a verdict within 3 minutes. The
-planner's replies are capped at 128 tokens; measured: a blind planner whose three replies all
-reach that cap ends with ``no_progress`` and the run fails before the coder (7 of 20 runs on
-2026-12-03), so a higher cap trades that for time.
+planner's replies are capped at 128 tokens; a reply cut there is kept as the plan, marked as
+cut (before that change, 7 of 20 runs on 2026-12-03 ended at the planner with
+``no_progress``).
 
 Figures per mode and project: ``valid_call_rate`` (tool calls whose name and arguments were
 valid, i.e. not refused as ``invalid_arguments``, ``tool_unknown``, ``unknown_tool``,
@@ -54,6 +55,8 @@ import modelserver
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_WALL_S = 180.0
+#: The sampling temperature of every request; run ``i`` sends ``seed = i``.
+TEMPERATURE = 0.7
 #: The run's own time budget: the baseline and final check runs come on top of it.
 MAX_SECONDS = 120
 #: Codes that say the call itself was malformed (not that a valid call failed).
@@ -91,7 +94,7 @@ def config_text(workspace: Path, server: Any, *, guided: bool, sampler: int) -> 
         "",
         "[openai.options]",
         "max_reply_tokens = 256",
-        "temperature = 0.7",
+        f"temperature = {TEMPERATURE}",
         f"seed = {sampler}",
         "cache_prompt = true",
         f'guided = "{"on" if guided else "off"}"',
@@ -203,6 +206,8 @@ def main() -> int:
         "model": "SmolLM2-135M-Instruct Q4_1 via llama.cpp (llama-cpp-python 0.3.36)",
         "max_seconds": MAX_SECONDS,
         "threads": args.threads,
+        "temperature": TEMPERATURE,
+        "seeds": list(range(max(1, args.runs))),
         "results": results,
         "goal": "demo verified in >= 1 of 5 runs; every run <= 180 s to its verdict",
         "demo_verified_goal_met": any(m["verified"] >= 1 for m in demo.values()) if demo else None,

@@ -129,9 +129,9 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     assert reads == {"calc.py": [1, 2], "notes.md": [1]}
     assert _old_texts(first_coder, "calc.py") == [
         "def add(a: int, b: int) -> int:",
-        "    return a + b",
+        "return a + b",  # without indentation: the edit keeps it
     ]
-    assert _old_texts(second_coder, "calc.py")[1] == "    return a + b  # checked"
+    assert _old_texts(second_coder, "calc.py")[1] == "return a + b  # checked"
     assert choices["list_files"] == [{"path": {"type": "string", "enum": [""]}}]
     assert choices["write_file"][0]["path"]["anyOf"][0] == {
         "type": "string",

@@ -14,6 +14,7 @@ from flow_core.run._guided import (
     MAX_GUIDED_FILES,
     MAX_GUIDED_LINES,
     MAX_LINE_FILES,
+    MIN_OLD_CHARS,
     NEW_PATH,
     guided_format,
     probe_passed,
@@ -58,8 +59,9 @@ def test_a_small_file_bounds_read_lines_and_edit_old_text_to_its_own_lines(tmp_p
     assert reads["pkg/m.py"]["end_line"]["enum"] == list(range(1, 8))
     assert reads["notes.md"]["start_line"]["enum"] == [1]
     edits = {c["path"]["const"]: c for c in choices["edit_file"]}
-    # Blank lines, a line that repeats and a line that is part of another are left out.
-    assert edits["pkg/m.py"]["old_text"]["enum"] == ["def f():", "def g():", "    return 12"]
+    # Without indentation; blank lines, a line that repeats and a line that is part of another
+    # are left out.
+    assert edits["pkg/m.py"]["old_text"]["enum"] == ["def f():", "def g():", "return 12"]
     assert edits["pkg/m.py"]["new_text"] == {"type": "string"}
     assert [c["path"] for c in choices["outline"]] == [
         {"type": "string", "enum": ["notes.md", "pkg/m.py"]}
@@ -150,7 +152,7 @@ def test_lines_and_paths_with_a_quote_or_backslash_are_never_allowed_values(tmp_
     text = 'def f():\n    """Doc."""\n    return "a"\n    s = 1  # \\n\n    return 2\n'
     choices = _choices(tmp_path, {"m.py": text, 'q"x.py': "x = 1\n", "b\\x.py": "y = 1\n"})
     (edit,) = choices["edit_file"]
-    assert edit["old_text"]["enum"] == ["def f():", "    return 2"]
+    assert edit["old_text"]["enum"] == ["def f():", "return 2"]
     assert [c["path"]["const"] for c in choices["read_file"]] == ["m.py"]
     assert choices["outline"][0]["path"]["enum"] == ["m.py"]
 
@@ -250,3 +252,10 @@ def test_a_check_already_run_is_not_offered_again_until_a_write(tmp_path: Path) 
     watch.after_turn([(ToolCall("2", "edit_file", {}), True)])  # a write: each may differ now
     assert watch.wrote
     assert offered(watch.done()) == [["tests", "lint"]]
+
+
+def test_lines_too_short_to_aim_at_are_not_old_texts(tmp_path: Path) -> None:
+    text = "def f():\n    x = [\n        6,\n    ]\n    return x\n"
+    (edit,) = _choices(tmp_path, {"m.py": text})["edit_file"]
+    assert edit["old_text"]["enum"] == ["def f():", "x = [", "return x"]
+    assert MIN_OLD_CHARS == 3

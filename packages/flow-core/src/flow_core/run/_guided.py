@@ -67,6 +67,8 @@ MAX_LINE_FILE_BYTES = 64 * 1024
 _EXISTING_FILE_TOOLS = frozenset({"read_file", "outline", "edit_file"})
 #: Tools given one choice per file, bound to that file's lines (``_per_file``).
 _LINE_TOOLS = frozenset({"read_file", "edit_file"})
+#: The shortest line offered as an edit's old text (``6`` or ``)`` says too little to aim at).
+MIN_OLD_CHARS = 3
 #: Tools whose one enum argument says the whole call: a value already asked leaves the enum.
 _ONE_ENUM = {"list_files": "path", "outline": "path", "run_check": "name", "search_text": "query"}
 #: Most task identifiers offered as ``search_text`` queries.
@@ -96,9 +98,10 @@ def guided_format(
     files (a path holding ``"`` or ``\\`` is left out everywhere: ``_grammar_safe``). Up to
     ``MAX_LINE_FILES`` small text files (``MAX_GUIDED_LINES`` lines in all) get a choice of
     their own for ``read_file`` (``start_line``/``end_line`` from 1 to the file's line
-    count) and ``edit_file`` (``old_text`` one of the lines that occur exactly once in that
-    file, without its line ending and holding neither ``"`` nor ``\\``; a file with no such
-    line is not bound); the other files share one choice whose ``path`` is one of them and
+    count) and ``edit_file`` (``old_text`` one of its lines without indentation or line
+    ending, at least ``MIN_OLD_CHARS`` characters, that occurs exactly once in the file's text
+    and holds neither ``"`` nor ``\\``, so the edit keeps the line's indentation; a file with
+    no such line is not bound); the other files share one choice whose ``path`` is one of them and
     whose other arguments are as the tool's schema says.
 
     A call in ``done`` is not offered again (its result is in the context and would be the
@@ -212,11 +215,12 @@ def _per_file(name: str, params: dict[str, Any], path: str, text: str) -> dict[s
         numbers = {"type": "integer", "enum": list(range(1, max(1, len(lines)) + 1))}
         fixed.update({k: numbers for k in ("start_line", "end_line") if k in props})
         return _with(params, **fixed)
-    # A line that occurs once as a line may still occur twice as text (edit_ambiguous).
+    # A line without its indentation, so the edit keeps the file's indentation and the new
+    # text need not repeat it; it must still occur once in the whole text (edit_ambiguous).
     once = [
         line
-        for line in dict.fromkeys(lines)
-        if line.strip() and text.count(line) == 1 and _grammar_safe(line)
+        for line in dict.fromkeys(raw.strip() for raw in lines)
+        if len(line) >= MIN_OLD_CHARS and text.count(line) == 1 and _grammar_safe(line)
     ]
     if not once or "old_text" not in props:
         return None  # the file joins the shared choice, with any old text
