@@ -118,7 +118,9 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
         "run_check",
     }
     assert "" in _choices(second_coder)
-    # The file the task names, numbered as read_file shows it, is in the first prompt.
+    # The guided coder's instructions; the file the task names, numbered as read_file shows
+    # it, is in the first prompt.
+    assert "numbered lines" in first_coder["messages"][0]["content"]
     user = first_coder["messages"][1]["content"]
     assert (
         "calc.py: lines 1-2 of 2\n1\tdef add(a: int, b: int) -> int:\n2\t    return a + b" in user

@@ -117,6 +117,17 @@ def test_prompts_without_tools_promise_none() -> None:
         load_prompt("coder", tools=False)
 
 
+def test_a_guided_coder_is_told_what_a_reply_is_and_where_the_lines_are() -> None:
+    text = load_prompt("coder", guided=True)
+    assert text.startswith("# Role: coder")
+    assert text != load_prompt("coder")
+    for part in ('{"tool": NAME, "arguments": {...}}', '{"answer":', "numbered lines", "edit_file"):
+        assert part in text
+    # Roles without a guided variant keep their prompt; a role without tools is never guided.
+    assert load_prompt("planner", guided=True) == load_prompt("planner")
+    assert load_prompt("planner", tools=False, guided=True) == load_prompt("planner", tools=False)
+
+
 def _workspace(tmp_path: Path, files: dict[str, str | bytes]) -> Workspace:
     for rel, text in files.items():
         path = tmp_path / rel

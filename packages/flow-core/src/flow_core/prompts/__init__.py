@@ -26,7 +26,7 @@ def list_prompts() -> list[str]:
 
 
 @cache
-def load_prompt(name: str, *, tools: bool = True) -> str:
+def load_prompt(name: str, *, tools: bool = True, guided: bool = False) -> str:
     """The text of one bundled prompt (UTF-8 Markdown).
 
     Args:
@@ -34,6 +34,10 @@ def load_prompt(name: str, *, tools: bool = True) -> str:
         tools: False for the variant of a role whose model receives no tool definitions
             (``without_tools/NAME.md``; planner and reviewer): it promises no tool
             (``docs/architecture.md``, "A role without tools").
+        guided: True for a role whose replies are guided (``run/_guided.py``): its variant
+            ``guided/NAME.md`` where there is one (the coder: it says what a reply is and
+            that the task's files are shown numbered), else the usual prompt
+            (``docs/architecture.md``, "Guided tool calls").
 
     Raises:
         KeyError: no bundled prompt has that name (or no variant without tools).
@@ -42,6 +46,9 @@ def load_prompt(name: str, *, tools: bool = True) -> str:
         raise KeyError(f"no bundled prompt named {name!r}; bundled: {', '.join(list_prompts())}")
     root = resources.files(__name__)
     entry = root.joinpath(name + ".md") if tools else root / "without_tools" / (name + ".md")
+    variant = root / "guided" / (name + ".md")
+    if tools and guided and variant.is_file():
+        entry = variant
     if not entry.is_file():
         raise KeyError(f"the bundled prompt {name!r} has no variant without tools")
     return entry.read_text(encoding="utf-8")

@@ -187,7 +187,7 @@ class RunDriver:
             spec = RoleSpec(
                 role=role,
                 model=model,
-                system=load_prompt(role, tools=tools),
+                system=load_prompt(role, tools=tools, guided=guided is not None),
                 user=user,
                 toolbox=toolbox,
                 cycle=cycle,
