@@ -197,4 +197,7 @@ def test_a_guided_role_can_only_answer_on_its_last_turn(
     # Before any write no answer is offered; on the last turn nothing else is.
     assert ["" in _choices(r) for r in coder] == [False, False, False, True]
     assert set(_choices(coder[-1])) == {""}
+    # An answer that ends within the reply cap (Ollama's default cap here: 1,000 characters).
+    (answer,) = coder[-1]["format"]["anyOf"]
+    assert answer["properties"]["answer"]["maxLength"] == 1_000
     assert [(c["name"], c["ok"]) for c in report["tool_calls"]] == [("read_file", True)] * 3

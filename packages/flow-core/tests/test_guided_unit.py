@@ -11,11 +11,14 @@ import pytest
 
 from flow_core import ChatResponse, ToolCall
 from flow_core.run._guided import (
+    ANSWER_OVERHEAD,
+    MAX_ANSWER_CHARS,
     MAX_GUIDED_FILES,
     MAX_GUIDED_LINES,
     MAX_LINE_FILES,
     MIN_OLD_CHARS,
     NEW_PATH,
+    answer_limit,
     guided_format,
     probe_passed,
     unwrap,
@@ -259,3 +262,13 @@ def test_lines_too_short_to_aim_at_are_not_old_texts(tmp_path: Path) -> None:
     (edit,) = _choices(tmp_path, {"m.py": text})["edit_file"]
     assert edit["old_text"]["enum"] == ["def f():", "x = [", "return x"]
     assert MIN_OLD_CHARS == 3
+
+
+def test_the_answer_ends_within_the_reply_cap(tmp_path: Path) -> None:
+    assert answer_limit(256, 50_000) == 256 - ANSWER_OVERHEAD
+    assert answer_limit(128, 60) == 60  # the reply's character budget
+    assert answer_limit(100_000, 10**6) == MAX_ANSWER_CHARS
+    assert answer_limit(4, 10) == 1
+    with Workspace(tmp_path) as ws:
+        (only,) = guided_format([], ws, calls=False, answer_chars=240)["anyOf"]
+    assert only["properties"]["answer"] == {"type": "string", "maxLength": 240}

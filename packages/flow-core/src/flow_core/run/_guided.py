@@ -42,12 +42,15 @@ if TYPE_CHECKING:
     from flow_safeio import Workspace
 
 __all__ = [
+    "ANSWER_OVERHEAD",
+    "MAX_ANSWER_CHARS",
     "MAX_GUIDED_FILES",
     "MAX_GUIDED_LINES",
     "MAX_LINE_FILES",
     "MAX_QUERIES",
     "NEW_PATH",
     "PROBE_VALUE",
+    "answer_limit",
     "guided_format",
     "probe_format",
     "probe_messages",
@@ -67,6 +70,10 @@ MAX_LINE_FILE_BYTES = 64 * 1024
 _EXISTING_FILE_TOOLS = frozenset({"read_file", "outline", "edit_file"})
 #: Tools given one choice per file, bound to that file's lines (``_per_file``).
 _LINE_TOOLS = frozenset({"read_file", "edit_file"})
+#: Most characters of a guided answer (``answer_limit``).
+MAX_ANSWER_CHARS = 1_000
+#: Tokens of a reply cap left for the answer's JSON object around its text.
+ANSWER_OVERHEAD = 16
 #: The shortest line offered as an edit's old text (``6`` or ``)`` says too little to aim at).
 MIN_OLD_CHARS = 3
 #: Tools whose one enum argument says the whole call: a value already asked leaves the enum.
@@ -88,6 +95,7 @@ def guided_format(
     first: Sequence[str] = (),
     calls: bool = True,
     answer: bool = True,
+    answer_chars: int | None = None,
 ) -> dict[str, Any]:
     """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``,
     after the calls ``done`` answered since the role's last write (ok or not).
@@ -120,9 +128,11 @@ def guided_format(
 
     ``calls=False`` allows only the answer (a role's last turn, whose calls would not run);
     ``answer=False`` allows only calls (a role that can write, before its first write).
+    ``answer_chars`` bounds the answer's length (``maxLength``), so that it closes within the
+    reply cap instead of being cut there (``answer_limit``).
     """
     if not calls:
-        return {"anyOf": [_answer()]}
+        return {"anyOf": [_answer(answer_chars)]}
     walked = [p for p in workspace.walk(".", limit=MAX_GUIDED_FILES + 1) if _grammar_safe(p)]
     head = [p for p in dict.fromkeys(first) if p in walked]
     files = head + [p for p in walked if p not in head]
@@ -139,12 +149,23 @@ def guided_format(
             if kept is not None:
                 choices.append(_call(name, kept))
     if answer or not choices:
-        choices.append(_answer())
+        choices.append(_answer(answer_chars))
     return {"anyOf": choices}
 
 
-def _answer() -> dict[str, Any]:
-    return _object({"answer": {"type": "string"}})
+def answer_limit(reply_tokens: int, reply_chars: int) -> int:
+    """The most characters of a guided answer under a reply cap of ``reply_tokens`` tokens
+    (``RoleBudget.reserve_tokens``) and ``reply_chars`` characters: a character of plain text
+    is at most one token, and ``ANSWER_OVERHEAD`` tokens are left for the object around it;
+    at most ``MAX_ANSWER_CHARS`` (each allowed character is a rule of the server's grammar)."""
+    return max(1, min(MAX_ANSWER_CHARS, reply_tokens - ANSWER_OVERHEAD, reply_chars))
+
+
+def _answer(chars: int | None = None) -> dict[str, Any]:
+    text: dict[str, Any] = {"type": "string"}
+    if chars is not None:
+        text["maxLength"] = chars
+    return _object({"answer": text})
 
 
 def _queries(task: str, texts: Mapping[str, str]) -> list[str]:

@@ -29,7 +29,7 @@ from flow_core.run._budget import role_budget
 from flow_core.run._context import Context
 from flow_core.run._cutoff import operator_issues
 from flow_core.run._fence import fence
-from flow_core.run._guided import unwrap
+from flow_core.run._guided import answer_limit, unwrap
 from flow_core.run._interruptible import Abandoned, call_interruptibly
 from flow_core.run._prompts import retry_text
 from flow_core.run._stall import WRITE_TOOLS, StallWatch
@@ -173,8 +173,9 @@ class RoleLoop:
         """One model request (``_ask``) and the tokens the server counted for it.
 
         A guided role's reply schema (``RoleSpec.guided``) allows only the answer on its last
-        turn (a call then would not run), and a role that can write is not offered the answer
-        before its first successful write (docs/architecture.md, "Guided tool calls")."""
+        turn (a call then would not run), a role that can write is not offered the answer
+        before its first successful write, and the answer is short enough to end within the
+        reply cap (``answer_limit``; docs/architecture.md, "Guided tool calls")."""
         spec = self.spec
         reply_format = spec.response_format
         if spec.guided is not None:
@@ -182,7 +183,12 @@ class RoleLoop:
             last = turn == self.agent.max_iterations
             writer = not WRITE_TOOLS.isdisjoint(spec.names)
             answer = last or self.watch.wrote or not writer
-            reply_format = spec.guided(self.watch.done(), calls=not last, answer=answer)
+            reply_format = spec.guided(
+                self.watch.done(),
+                calls=not last,
+                answer=answer,
+                answer_chars=answer_limit(self.budget.reserve_tokens, self.budget.reply_chars),
+            )
         response = _ask(self.state, self.backend, self.ctx, spec, turn, reply_format=reply_format)
         usage = self.usage
         usage.turn_tokens.append((response.prompt_tokens, response.completion_tokens))
