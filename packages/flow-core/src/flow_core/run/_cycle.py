@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._errors import BackendError, EditorError
-from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Event, Role
+from flow_core._protocols import ChatBackend, EditorBridge, EditorLintResult, Event, Role, ToolCall
 from flow_core._report import CheckResult, CycleRecord, Review, Verification
 from flow_core.prompts import load_prompt
 from flow_core.run._fail_to_pass import judge_changed_tests
@@ -180,10 +180,18 @@ class RunDriver:
             if not tools and map_for is not None:
                 found = project_map(toolbox.workspace, map_for, budget=budget)
                 user += "\n\n" + fence("project map", found)
-            elif guided is not None and map_for is not None:
+            shown: tuple[ToolCall, ...] = ()
+            if guided is not None and map_for is not None and tools:
                 views = file_views(toolbox.workspace, map_for, budget=budget)
                 if views:
-                    user += "\n\nThe files the task concerns, as read_file shows them:\n" + views
+                    user += "\n\nThe files the task concerns, as read_file shows them:\n"
+                    user += "\n\n".join(v.text for v in views)
+                # A file shown whole is read already: guided replies offer no whole read of it.
+                shown = tuple(
+                    ToolCall(f"shown-{i}", "read_file", {"path": v.path})
+                    for i, v in enumerate(views)
+                    if v.whole
+                )
             spec = RoleSpec(
                 role=role,
                 model=model,
@@ -195,6 +203,7 @@ class RunDriver:
                 options=options,
                 tools=tools,
                 guided=guided,
+                shown=shown,
             )
             return run_role(self.state, self.backend, self.config.agent, spec)
         except RunEnded as ended:

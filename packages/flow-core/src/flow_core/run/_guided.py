@@ -106,11 +106,11 @@ def guided_format(
     files (a path holding ``"`` or ``\\`` is left out everywhere: ``_grammar_safe``). Up to
     ``MAX_LINE_FILES`` small text files (``MAX_GUIDED_LINES`` lines in all) get a choice of
     their own for ``read_file`` (``start_line``/``end_line`` from 1 to the file's line
-    count) and ``edit_file`` (``old_text`` one of its lines without indentation or line
-    ending, at least ``MIN_OLD_CHARS`` characters, that occurs exactly once in the file's text
-    and holds neither ``"`` nor ``\\``, so the edit keeps the line's indentation; a file with
-    no such line is not bound); the other files share one choice whose ``path`` is one of them and
-    whose other arguments are as the tool's schema says.
+    count, no ``start_col``) and ``edit_file`` (``old_text`` one of its lines without
+    indentation or line ending, at least ``MIN_OLD_CHARS`` characters, that occurs exactly
+    once in the file's text and holds neither ``"`` nor ``\\``, so the edit keeps the line's
+    indentation; a file with no such line is not bound); the other files share one choice
+    whose ``path`` is one of them and whose other arguments are as the tool's schema says.
 
     A call in ``done`` is not offered again (its result is in the context and would be the
     same until a write): a folder already listed, a file already outlined, a check already
@@ -235,7 +235,10 @@ def _per_file(name: str, params: dict[str, Any], path: str, text: str) -> dict[s
     if name == "read_file":
         numbers = {"type": "integer", "enum": list(range(1, max(1, len(lines)) + 1))}
         fixed.update({k: numbers for k in ("start_line", "end_line") if k in props})
-        return _with(params, **fixed)
+        # A small file's lines fit a read whole: no column to start from (a free number).
+        bound = _with(params, **fixed)
+        bound["properties"].pop("start_col", None)
+        return bound
     # A line without its indentation, so the edit keeps the file's indentation and the new
     # text need not repeat it; it must still occur once in the whole text (edit_ambiguous).
     once = [

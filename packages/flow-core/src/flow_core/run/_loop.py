@@ -71,6 +71,8 @@ class RoleSpec:
             workspace as it is then and the calls answered since the last write
             (``run/_guided.guided_format``'s ``done``; ``calls`` and ``answer`` come from
             ``RoleLoop.query``), or None.
+        shown: calls whose answers the first message already holds (a guided coder's file
+            views): counted as answered (``StallWatch.done``) until the role's first write.
     """
 
     role: Role
@@ -83,6 +85,7 @@ class RoleSpec:
     options: Mapping[str, Any] | None = None
     tools: bool = True
     guided: Callable[..., Mapping[str, Any]] | None = None
+    shown: tuple[ToolCall, ...] = ()
 
     @property
     def schemas(self) -> list[dict[str, Any]]:
@@ -134,6 +137,7 @@ class RoleLoop:
         self.backend = state.journal.wrap(backend, role=spec.role, cycle=spec.cycle)
         self.ctx = Context(spec.toolbox.schema_chars if spec.tools else 0)
         self.watch = StallWatch(spec.schemas, agent.max_repeated_calls, agent.max_idle_turns)
+        self.watch.seen(spec.shown)
 
     # -- run → step → query → execute ---------------------------------------------------------
 

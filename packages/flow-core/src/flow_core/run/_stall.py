@@ -180,6 +180,11 @@ class StallWatch:
             "(agent.max_idle_turns), so the role ends",
         )
 
+    def seen(self, calls: Sequence[ToolCall]) -> None:
+        """Count ``calls`` as answered (``done``) without running them: their answers are in
+        the role's first message."""
+        self._done.extend(calls)
+
     @property
     def wrote(self) -> bool:
         """Whether a write succeeded in this invocation."""

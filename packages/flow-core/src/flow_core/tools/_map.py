@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flow_core.tools._lines import split_lines
@@ -30,7 +31,15 @@ from flow_core.tools._read import read_window
 if TYPE_CHECKING:
     from flow_safeio import Workspace
 
-__all__ = ["MAP_CHARS", "MAX_MAP_FILES", "file_views", "project_map", "task_files", "task_words"]
+__all__ = [
+    "MAP_CHARS",
+    "MAX_MAP_FILES",
+    "FileView",
+    "file_views",
+    "project_map",
+    "task_files",
+    "task_words",
+]
 
 #: The map's default budget in characters (about 1,500 tokens).
 MAP_CHARS = 6_000
@@ -91,27 +100,42 @@ def task_files(workspace: Workspace, task: str) -> list[str]:
     return _relevant(workspace, list(workspace.walk(".", limit=_WALK_LIMIT)), task)
 
 
-def file_views(workspace: Workspace, task: str, *, budget: int = MAP_CHARS) -> str:
+@dataclass(frozen=True)
+class FileView:
+    """One file's numbered lines as ``read_file`` renders them (``file_views``)."""
+
+    path: str
+    text: str
+    #: Every line of the file is shown (the first message already holds a whole read).
+    whole: bool
+
+
+def file_views(workspace: Workspace, task: str, *, budget: int = MAP_CHARS) -> list[FileView]:
     """The numbered lines of the files related to ``task`` (``task_files``' order), each
     rendered as ``read_file`` renders a read without a range (``tools/_read.read_window``:
     a ``PATH: lines A-B of N`` header, then ``NUMBER<TAB>TEXT`` rows), at most ``budget``
-    characters in all; a file that does not fit whole is cut at a line, and a note says so.
+    characters in all (counting a blank line between views); a file that does not fit whole
+    is cut at a line, and a note says so.
 
     Returns:
-        The views, one blank line apart; "" when no related file is readable text.
+        The views; empty when no related file is readable text.
     """
-    out: list[str] = []
+    out: list[FileView] = []
     room = budget
     for rel in task_files(workspace, task):
         text = _read(workspace, rel)
         if text is None or not text.strip():
             continue
-        block = _fit(read_window(rel, text), room)
+        rendered = read_window(rel, text)
+        block = _fit(rendered, room)
         if not block:
             break
-        out.append(block)
+        count = len(split_lines(text))
+        whole = block == rendered and rendered.startswith(f"{rel}: lines 1-{count} of {count}")
+        whole = whole and not any(row.startswith("[") for row in rendered.split("\n")[1:])
+        out.append(FileView(rel, block, whole))
         room -= len(block) + 2
-    return "\n\n".join(out)
+    return out
 
 
 def _fit(block: str, room: int) -> str:
