@@ -272,3 +272,18 @@ def test_the_answer_ends_within_the_reply_cap(tmp_path: Path) -> None:
     with Workspace(tmp_path) as ws:
         (only,) = guided_format([], ws, calls=False, answer_chars=240)["anyOf"]
     assert only["properties"]["answer"] == {"type": "string", "maxLength": 240}
+
+
+def test_a_file_read_whole_is_neither_searched_nor_outlined(tmp_path: Path) -> None:
+    files = {"calc.py": "def inclusive_sum(a):\n    return a\n", "lib.py": "import calc\n"}
+    task = "fix inclusive_sum in calc.py"
+    read = (ToolCall("1", "read_file", {"path": "calc.py"}),)
+    choices = _choices(tmp_path, files, read, task=task)
+    # "calc" still occurs in lib.py; inclusive_sum only in the file already read.
+    assert choices["search_text"][0]["query"]["enum"] == ["calc"]
+    assert choices["outline"][0]["path"]["enum"] == ["lib.py"]
+    # A read of a range leaves both offered.
+    part = (ToolCall("1", "read_file", {"path": "calc.py", "start_line": 1}),)
+    choices = _choices(tmp_path, files, part, task=task)
+    assert choices["search_text"][0]["query"]["enum"] == ["inclusive_sum", "calc"]
+    assert choices["outline"][0]["path"]["enum"] == ["calc.py", "lib.py"]

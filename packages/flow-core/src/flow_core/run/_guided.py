@@ -120,10 +120,12 @@ def guided_format(
 
     The rest of what was free text is drawn from the task and the workspace:
     ``search_text``'s ``query`` is one of the task's identifiers (``tools/_map.task_words``)
-    that occur in those small files (at most ``MAX_QUERIES``; the choice goes when there is
-    none), with its other arguments left out; ``write_file``'s ``path`` is an existing file or
-    a new relative path (``NEW_PATH``). ``first`` (``tools/_map.task_files``: the files the
-    task names, then those defining its identifiers) comes first in every list of files, so
+    that occur in those small files, other than the files read whole since the last write
+    (at most ``MAX_QUERIES``; the choice goes when there is none), with its other arguments
+    left out (a file read whole is not offered to ``outline`` either); ``write_file``'s
+    ``path`` is an existing file or a new relative path (``NEW_PATH``). ``first``
+    (``tools/_map.task_files``: the files the task names, then those defining its
+    identifiers) comes first in every list of files, so
     it is those files that get choices of their own.
 
     ``calls=False`` allows only the answer (a role's last turn, whose calls would not run);
@@ -138,7 +140,11 @@ def guided_format(
     files = head + [p for p in walked if p not in head]
     listed = files if len(files) <= MAX_GUIDED_FILES else []
     texts = _file_texts(workspace, listed)
-    queries = _queries(task, texts)
+    # A file read whole since the last write is in the context: searching it or outlining it
+    # tells nothing new.
+    read = _read_whole(done)
+    queries = _queries(task, {p: t for p, t in texts.items() if p not in read})
+    done = (*done, *(ToolCall(f"read-{p}", "outline", {"path": p}) for p in sorted(read)))
     choices: list[dict[str, Any]] = []
     for schema in schemas:
         function = schema.get("function", {})
@@ -166,6 +172,17 @@ def _answer(chars: int | None = None) -> dict[str, Any]:
     if chars is not None:
         text["maxLength"] = chars
     return _object({"answer": text})
+
+
+def _read_whole(done: Sequence[ToolCall]) -> set[str]:
+    """The paths ``done`` read without a range."""
+    return {
+        str(c.arguments.get("path"))
+        for c in done
+        if c.name == "read_file"
+        and isinstance(c.arguments, Mapping)
+        and not ({"start_line", "end_line"} & set(c.arguments))
+    }
 
 
 def _queries(task: str, texts: Mapping[str, str]) -> list[str]:
