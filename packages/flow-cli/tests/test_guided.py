@@ -128,9 +128,9 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     # An existing file is one of the workspace's files, read within its lines, edited at one
     # of its lines; a new file's path is any string. Each request's schema is built anew.
     reads = {c["path"]["const"]: c["start_line"]["enum"] for c in choices["read_file"]}
-    assert reads == {"calc.py": [1, 2], "notes.md": [1]}
+    assert reads == {"notes.md": [1]}
     assert not [c for c in choices["read_file"] if "start_col" in c]
-    # calc.py was shown whole in the first message: a whole read of it is not offered.
+    # calc.py was shown whole in the first message: no read of it is offered.
     required = {
         c["properties"]["arguments"]["properties"]["path"]["const"]: c["properties"]["arguments"][
             "required"
@@ -138,7 +138,7 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
         for c in first_coder["format"]["anyOf"]
         if c["properties"].get("tool", {}).get("const") == "read_file"
     }
-    assert required == {"calc.py": ["path", "start_line"], "notes.md": ["path"]}
+    assert required == {"notes.md": ["path"]}
     assert _old_texts(first_coder, "calc.py") == [
         "def add(a: int, b: int) -> int:",
         "return a + b",  # without indentation: the edit keeps it

@@ -171,8 +171,9 @@ def test_a_call_already_made_since_the_last_write_is_not_offered_again(tmp_path:
     choices = _choices(tmp_path, files, done)
     assert [c["path"] for c in choices["list_files"]] == [{"type": "string", "enum": ["pkg"]}]
     assert choices["outline"][0]["path"]["enum"] == ["pkg/n.py"]
+    # m.py was shown whole: no read of it is offered; pkg/n.py was read from a line.
     reads = {c["path"]["const"]: c["required"] for c in choices["read_file"]}
-    assert reads == {"m.py": ["path", "start_line"], "pkg/n.py": ["path"]}
+    assert reads == {"pkg/n.py": ["path"]}
     # Nothing left to list: the choice goes.
     more = (*done, ToolCall("5", "list_files", {"path": "pkg/"}))
     assert "list_files" not in _choices(tmp_path, files, more)
@@ -287,3 +288,15 @@ def test_a_file_read_whole_is_neither_searched_nor_outlined(tmp_path: Path) -> N
     choices = _choices(tmp_path, files, part, task=task)
     assert choices["search_text"][0]["query"]["enum"] == ["inclusive_sum", "calc"]
     assert choices["outline"][0]["path"]["enum"] == ["calc.py", "lib.py"]
+
+
+def test_a_file_longer_than_one_read_is_read_on_from_a_line(tmp_path: Path) -> None:
+    files = {"long.py": "".join(f"x{i} = {i}\n" for i in range(150)), "m.py": "x = 1\n"}
+    read = (
+        ToolCall("1", "read_file", {"path": "long.py"}),
+        ToolCall("2", "read_file", {"path": "m.py"}),
+    )
+    reads = {
+        c["path"]["const"]: c["required"] for c in _choices(tmp_path, files, read)["read_file"]
+    }
+    assert reads == {"long.py": ["path", "start_line"]}

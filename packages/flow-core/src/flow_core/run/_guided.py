@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
 from flow_core.tools._map import task_words
+from flow_core.tools._read import READ_LINE_CAP, READ_MAX_CHARS, READ_MAX_LINES
 from flow_safeio import SafeIOError
 
 if TYPE_CHECKING:
@@ -122,7 +123,8 @@ def guided_format(
     ``search_text``'s ``query`` is one of the task's identifiers (``tools/_map.task_words``)
     that occur in those small files, other than the files read whole since the last write
     (at most ``MAX_QUERIES``; the choice goes when there is none), with its other arguments
-    left out (a file read whole is not offered to ``outline`` either); ``write_file``'s
+    left out (a file read whole is not offered to ``outline`` either, nor to ``read_file``
+    when that read showed all of it: ``_one_read``); ``write_file``'s
     ``path`` is an existing file or a new relative path (``NEW_PATH``). ``first``
     (``tools/_map.task_files``: the files the task names, then those defining its
     identifiers) comes first in every list of files, so
@@ -145,12 +147,17 @@ def guided_format(
     read = _read_whole(done)
     queries = _queries(task, {p: t for p, t in texts.items() if p not in read})
     done = (*done, *(ToolCall(f"read-{p}", "outline", {"path": p}) for p in sorted(read)))
+    # ... and one that a read without a range showed whole is not read again, in any range.
+    seen = {p for p in read if p in texts and _one_read(texts[p])}
     choices: list[dict[str, Any]] = []
     for schema in schemas:
         function = schema.get("function", {})
         name = str(function.get("name", ""))
         params = dict(function.get("parameters") or {"type": "object", "properties": {}})
         for args in _arguments(name, params, listed, texts, queries):
+            path = (args.get("properties") or {}).get("path") or {}
+            if name == "read_file" and isinstance(path, Mapping) and path.get("const") in seen:
+                continue
             kept = _drop_done(name, args, done)
             if kept is not None:
                 choices.append(_call(name, kept))
@@ -172,6 +179,16 @@ def _answer(chars: int | None = None) -> dict[str, Any]:
     if chars is not None:
         text["maxLength"] = chars
     return _object({"answer": text})
+
+
+def _one_read(text: str) -> bool:
+    """Whether a read without a range shows all of ``text`` (``tools/_read.read_window``)."""
+    lines = text.splitlines()
+    return (
+        len(lines) <= READ_MAX_LINES
+        and len(text) <= READ_MAX_CHARS
+        and all(len(line) <= READ_LINE_CAP for line in lines)
+    )
 
 
 def _read_whole(done: Sequence[ToolCall]) -> set[str]:
