@@ -80,8 +80,10 @@ def test_error_lines_on_stderr_end_with_a_code_that_explain_knows(
 
 # -- every fix names things that exist ---------------------------------------------------------
 
-#: Options of other programs that Flow's fixes name (llama.cpp's servers, pytest).
-_OTHER_PROGRAMS_OPTIONS = frozenset({"--chat_format", "--ctx-size", "--junitxml", "--junitfile"})
+#: Options of other programs that Flow's fixes name (llama.cpp's servers, pytest, ruff).
+_OTHER_PROGRAMS_OPTIONS = frozenset(
+    {"--chat_format", "--ctx-size", "--junitxml", "--junitfile", "--output-format"}
+)
 
 
 def _fix_texts() -> list[str]:

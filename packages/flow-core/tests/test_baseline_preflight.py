@@ -95,3 +95,37 @@ def test_a_test_check_passing_before_any_change_is_a_warning(
 )
 def test_finding_count(output: str, count: int | None) -> None:
     assert finding_count(output) == count
+
+
+#: A linter whose old findings are ruff's full format: several lines each, about 600 bytes.
+LONG_LINT_SRC = (
+    "import sys\n"
+    "for n in range(1, 108):\n"
+    "    print(f'F401 [*] `m{n}` imported but unused\\n --> old.py:{n}:8\\n' + '  |\\n' * 100)\n"
+    "print('Found 107 errors.')\n"
+    "sys.exit(1)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("src", "why"),
+    [
+        (LONG_LINT_SRC, "--output-format=concise"),  # old findings fill more than is kept
+        ("import sys; print('lint: it failed'); sys.exit(1)", "'path:line: message'"),
+    ],
+)
+@pytest.mark.parametrize("allowed", [True, False])
+def test_a_failing_lint_check_whose_findings_cannot_be_compared_says_so_before_the_model(
+    make: Callable[..., FlowConfig], src: str, why: str, allowed: bool
+) -> None:
+    # --allow-failing-baseline could never pass such a check: the run stops at once, allowed
+    # or not, and the fix says how to make the check's findings comparable.
+    lint = {"cmd": [PY, "-c", src], "kind": "lint", "filetypes": ["python"]}
+    config = make({"tests": TESTS, "lint": lint}, agent={"allow_failing_baseline": allowed})
+    backend = ScriptedBackend(fix("x = 2"))
+    report = Runtime(config, trusted=True, backend=backend).run("t")
+    assert report.status == "error"
+    assert backend.requests == []
+    (failing,) = [e for e in report.errors if e.code == "baseline_failing"]
+    assert why in failing.message
+    assert ("cannot tell new findings from old" in failing.message) is allowed

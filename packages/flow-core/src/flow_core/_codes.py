@@ -771,7 +771,8 @@ ROWS: tuple[CodeRow, ...] = (
         "repository often reports dozens before any change)",
         "scope checks.NAME.cmd to the files the task is about, fix the old findings first, or run "
         "with --allow-failing-baseline (agent.allow_failing_baseline = true) so only findings the "
-        "run adds count",
+        "run adds count; that needs the check to print one 'path:line: message' line a finding "
+        "within 16 KiB (ruff check --output-format=concise), else it stops the run too",
     ),
     CodeRow(
         "baseline_passing",

@@ -11,7 +11,10 @@ judged by) and every required test, lint, type or diagnostics check. Then:
   allows it (``agent.allow_failing_baseline``, ``flow run --allow-failing-baseline``). Then
   that check is judged by *new* findings only: it passes when every finding line it prints
   (line and column numbers left out) was printed at baseline too, and its output was not
-  cut to the kept tail;
+  cut to the kept tail. A failing check whose output is cut already at baseline (a real
+  project's ruff prints about 600 bytes a finding), or holds no ``path:line:`` finding
+  lines, could never pass that way, so it stops the run with ``baseline_failing`` even
+  then, saying to print one line a finding;
 * a required test check that already passes means the tests do not show the problem: a
   ``baseline_passing`` warning (the run goes on; the report's ``warnings``).
 """
@@ -30,7 +33,13 @@ from flow_core.verify._results import effective_results
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
 
-__all__ = ["BASELINE_CODES", "BaselineGuard", "baseline_check_names", "finding_count"]
+__all__ = [
+    "BASELINE_CODES",
+    "BaselineGuard",
+    "baseline_check_names",
+    "finding_count",
+    "unjudgeable",
+]
 
 #: The baseline's codes, each with its meaning (a view of the catalogue's rows).
 BASELINE_CODES: dict[str, str] = codes_of("baseline")
@@ -71,6 +80,24 @@ def _findings(output: str) -> Counter[str]:
     return keys
 
 
+def unjudgeable(output: str) -> str | None:
+    """Why new findings in a failing check's ``output`` cannot be told from old ones (the
+    rest of a fix's sentence), or None when they can: judging needs the whole output and
+    ``path:line:`` finding lines in it.
+
+    Args:
+        output: the check's kept output tail (``CheckResult.output_tail``).
+    """
+    if len(output) >= _CUT_CHARS:
+        return (
+            "its output is longer than the 16 KiB Flow keeps of a check, so have it print "
+            "one line a finding (ruff check --output-format=concise, flake8, mypy)"
+        )
+    if not _findings(output):
+        return "have it print one 'path:line: message' line a finding"
+    return None
+
+
 @dataclass
 class BaselineGuard:
     """The baseline's results and what they mean for one run.
@@ -87,24 +114,31 @@ class BaselineGuard:
         self.results[result.name] = result
 
     def stops(self) -> list[ErrorInfo]:
-        """``baseline_failing`` for each failing required static check (empty when allowed)."""
-        if self.allow_failing:
-            return []
+        """``baseline_failing`` for each failing required static check that no run could
+        get past: every one, unless failing ones are allowed; then those whose findings
+        cannot be compared (``unjudgeable``)."""
         out: list[ErrorInfo] = []
         for r in self.results.values():
-            if r.required and r.kind in _STATIC and r.status == "failed":
-                count = finding_count(r.output_tail)
-                many = f"{count} finding(s)" if count is not None else f"exit {r.exit_code}"
-                out.append(
-                    ErrorInfo(
-                        code="baseline_failing",
-                        message=f"required {r.kind} check {r.name!r} already fails on the "
-                        f"untouched tree ({many}), so no run could be verified; fix: scope "
-                        f"checks.{r.name}.cmd to the files the task is about, or run with "
-                        "--allow-failing-baseline (agent.allow_failing_baseline) to judge "
-                        "only new findings",
-                    )
+            if not (r.required and r.kind in _STATIC and r.status == "failed"):
+                continue
+            count = finding_count(r.output_tail)
+            many = f"{count} finding(s)" if count is not None else f"exit {r.exit_code}"
+            head = f"required {r.kind} check {r.name!r} already fails on the untouched tree"
+            blind = unjudgeable(r.output_tail)
+            if not self.allow_failing:
+                also = f"; {blind} for that to work" if blind else ""
+                fix = (
+                    f"scope checks.{r.name}.cmd to the files the task is about, or run with "
+                    "--allow-failing-baseline (agent.allow_failing_baseline) to judge only "
+                    f"new findings{also}"
                 )
+            elif blind:
+                fix = f"scope checks.{r.name}.cmd to the files the task is about; {blind}"
+                head += " and --allow-failing-baseline cannot tell new findings from old"
+            else:
+                continue
+            message = f"{head} ({many}), so no run could be verified; fix: {fix}"
+            out.append(ErrorInfo(code="baseline_failing", message=message))
         return out
 
     def warnings(self) -> list[ErrorInfo]:
