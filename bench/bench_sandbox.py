@@ -20,6 +20,9 @@ with the jail's mounts (``bwrap_alone_ms``) is a floor no jail can go below; the
 names it (``floor_ms``), what Flow adds above it (``flow_above_floor_ms``) and what the goal
 leaves above it (``goal_above_floor_ms``).
 
+The 1-minute load average before and after (``load_before``, ``load_after``) is printed
+with the figures: on a shared machine they are only comparable at a similar load.
+
 Run: ``python bench/bench_sandbox.py`` (or ``nox -s bench``). Without a usable bubblewrap it
 prints ``{"skipped": "<why>"}``.
 """
@@ -212,6 +215,8 @@ def main() -> int:
         )
         result: dict[str, Any] = {
             "bench": "sandbox",
+            # 1-minute load average before the runs: on a busy machine every figure is slower
+            "load_before": round(os.getloadavg()[0], 2),
             "jail": probe_result.sandbox,
             "jail_note": probe_result.sandbox_reason,
             "true": _measure(ws, [true], TRUE_ROUNDS, alone=True),
@@ -220,6 +225,7 @@ def main() -> int:
         }
         true_ms = result["true"]
         floor = round(true_ms["bwrap_alone_ms"] - true_ms["bare_ms"], 2)
+        result["load_after"] = round(os.getloadavg()[0], 2)
         result["targets"] = {
             "true_overhead_ms<=15": true_ms["overhead_ms"] <= 15,
             # bubblewrap alone, with the jail's own mounts, costs this much over a bare

@@ -260,10 +260,34 @@ def test_the_check_is_born_in_its_cgroups_and_flow_stays_in_its_own(
     assert result.status == "passed", result.output_tail
     pids = [ln for ln in result.output_tail.splitlines() if ":pids:" in ln or ln.startswith("0::")]
     assert any(f"/flow-check-{os.getpid()}-" in ln for ln in pids), result.output_tail
-    # The thread that started it is back where it was, and the cgroup is gone.
+    # The thread that started it is back where it was, and the cgroup holds nothing (it is
+    # kept for the next check of this process, or gone).
     assert Path("/proc/thread-self/cgroup").read_text() == own
     parent = parents["pids"][0]
-    assert not [n for n in os.listdir(parent) if n.startswith(f"flow-check-{os.getpid()}-")]
+    for name in os.listdir(parent):
+        if name.startswith(f"flow-check-{os.getpid()}-"):
+            assert Path(parent, name, "cgroup.procs").read_text().strip() == ""
+
+
+def test_a_cgroup_set_kept_for_the_next_check_counts_only_that_check(
+    jail_ok: None, ws: Path
+) -> None:
+    forks = (
+        "import os\nprint(open('/proc/self/cgroup').read())\nr, w = os.pipe()\n"
+        "for _ in range(64):\n    try:\n        pid = os.fork()\n    except OSError:\n"
+        "        break\n    if pid == 0:\n        os.close(w); os.read(r, 1); os._exit(0)\n"
+    )
+    first = _run(_config(ws, forks, processes=16))
+    if first.sandbox_reason and "process count not enforced" in first.sandbox_reason:
+        pytest.skip(first.sandbox_reason)
+    assert first.status == "limit", first.output_tail
+    second = _run(_config(ws, "print(open('/proc/self/cgroup').read())", processes=16))
+    assert second.status == "passed", (second.status, second.output_tail)
+
+    def pids(tail: str) -> list[str]:
+        return [ln for ln in tail.splitlines() if ":pids:" in ln]
+
+    assert pids(first.output_tail) == pids(second.output_tail)  # the same set, handed back
 
 
 def test_no_network_by_default(jail_ok: None, ws: Path) -> None:

@@ -4,7 +4,8 @@
 Each controller is taken where this machine has it: a cgroup v1 hierarchy that mounts it
 (``/proc/mounts``, type ``cgroup``), else the cgroup v2 hierarchy (type ``cgroup2``), where a
 child cgroup can use a controller only when Flow's own cgroup is the root or already delegates
-it. Under Flow's own cgroup in each hierarchy Flow makes ``flow-check-PID-XXXX`` and writes:
+it. Under Flow's own cgroup in each hierarchy Flow makes ``flow-check-PID-XXXX`` (kept for
+the process's next check while it holds no process, ``make_cgroup``) and writes:
 
 - ``pids``: ``pids.max`` = ``sandbox.processes`` (+1 for bubblewrap's pid 1);
 - ``memory``: v1 ``memory.limit_in_bytes`` (and ``memory.memsw.limit_in_bytes`` where swap
@@ -32,6 +33,7 @@ the check ran into. A controller that cannot be used is listed in ``CheckCgroup.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import tempfile
@@ -142,6 +144,13 @@ class CheckCgroup:
     tasks_fds: list[tuple[int, int]] = field(default_factory=list)
     missing: dict[str, str] = field(default_factory=dict)
     _dirs: list[tuple[str, int, set[str]]] = field(default_factory=list)
+    #: What each limit file holds (a reused set rewrites only what changed).
+    _written: dict[str, str] = field(default_factory=dict)
+    #: The event counters and CPU time when this check took the set (they only grow).
+    _base: dict[str, float] = field(default_factory=dict)
+    #: The layout this set was made for (``make_cgroup``), or None: never reused.
+    _key: tuple[tuple[str, int, tuple[str, ...]], ...] | None = None
+    _pid: int = field(default_factory=os.getpid)
 
     @contextlib.contextmanager
     def inside(self) -> Iterator[None]:
@@ -169,32 +178,67 @@ class CheckCgroup:
 
     def hit(self) -> list[str]:
         """The config keys of the limits the check ran into (``memory_mib``, ``processes``)."""
-        out: list[str] = []
-        for path, version, controllers in self._dirs:
-            if "memory" in controllers:
-                name = "memory.oom_control" if version == 1 else "memory.events"
-                if _counter(os.path.join(path, name), "oom_kill") > 0:
-                    out.append("memory_mib")
-            if "pids" in controllers and _counter(os.path.join(path, "pids.events"), "max") > 0:
-                out.append("processes")
-        return out
+        now = self._counters()
+        hits = ("memory_mib", "processes")
+        return [k for k, v in now.items() if k in hits and v > self._base.get(k, 0)]
 
     def cpu_seconds(self) -> float | None:
         """CPU time the check's processes have used so far, in seconds (v1 ``cpuacct.usage``,
         v2 ``cpu.stat`` ``usage_usec``), or None where no cgroup counts it."""
+        used = self._counters().get("cpu_seconds")
+        return None if used is None else used - self._base.get("cpu_seconds", 0.0)
+
+    def _counters(self) -> dict[str, float]:
+        """The counters as the kernel has them now: OOM kills, refused forks, CPU seconds."""
+        out: dict[str, float] = {"memory_mib": 0, "processes": 0}
         for path, version, controllers in self._dirs:
-            if "cpuacct" not in controllers:
-                continue
-            if version == 2:
-                stat = os.path.join(path, "cpu.stat")
-                return _counter(stat, "usage_usec") / 1e6 if os.path.exists(stat) else None
-            try:
-                return int(Path(path, "cpuacct.usage").read_text().strip()) / 1e9
-            except (OSError, ValueError):
-                return None
-        return None
+            if "memory" in controllers:
+                name = "memory.oom_control" if version == 1 else "memory.events"
+                out["memory_mib"] = _counter(os.path.join(path, name), "oom_kill")
+            if "pids" in controllers:
+                out["processes"] = _counter(os.path.join(path, "pids.events"), "max")
+            if "cpuacct" in controllers:
+                used = _cpu_usage(path, version)
+                if used is not None:
+                    out["cpu_seconds"] = used
+        return out
+
+    def _empty(self) -> bool:
+        """Whether no process is in any of the cgroups."""
+        try:
+            return not any(Path(p, "cgroup.procs").read_text().strip() for p, _, _ in self._dirs)
+        except OSError:
+            return False
+
+    def _limit(self, path: str, version: int, values: dict[str, float], monitor: bool) -> None:
+        """Write the limits of ``path``'s controllers (only what changed); raises OSError."""
+        controllers = next(c for p, _, c in self._dirs if p == path)
+        for c in sorted(controllers):
+            value = values[c] + (1 if c == "pids" and monitor and version == 1 else 0)
+            for name, content, required in _limit_files(c, version, value):
+                where = os.path.join(path, name)
+                if self._written.get(where) == content:
+                    continue
+                try:
+                    Path(where).write_text(content)
+                except OSError:
+                    if required:
+                        raise
+                self._written[where] = content
 
     def close(self) -> None:
+        """Hand the set back for the next check when it is empty (``make_cgroup``), else
+        remove it."""
+        if self._key is not None and self._pid == os.getpid() and self._empty():
+            with _POOL_LOCK:
+                idle = _POOL.setdefault(self._key, [])
+                if len(idle) < _POOL_MAX:
+                    idle.append(self)
+                    _drain_at_exit()
+                    return
+        self.remove()
+
+    def remove(self) -> None:
         """Close the descriptors and remove the cgroups (bounded wait while they empty)."""
         for fd in [*self.procs_fds, *(fd for pair in self.tasks_fds for fd in pair)]:
             with contextlib.suppress(OSError):
@@ -235,7 +279,13 @@ def _limit_files(controller: str, version: int, value: float) -> list[tuple[str,
 
 
 def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgroup:
-    """Make the check's cgroups and write their limits; never raises.
+    """The check's cgroups with their limits written; never raises.
+
+    A set an earlier check of this process handed back (``CheckCgroup.close``) is taken when
+    it has the same layout and holds no process; its limits are rewritten where they differ
+    and its counters read from where they stand. Making and removing a cgroup costs the
+    kernel far more than a check's own start (a memory cgroup above all); a set is removed
+    when this process exits, and a killed Flow's sets by the next Flow (``sweep_once``).
 
     Args:
         values: ``{controller: limit}``: ``pids`` (processes), ``memory`` (MiB), ``cpu``
@@ -248,14 +298,36 @@ def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgro
     Returns:
         A :class:`CheckCgroup`; what could not be enforced is in ``missing``.
     """
-    group = CheckCgroup()
-    found, missing = cgroup_parents()
+    found, why = cgroup_parents()
     by_parent: dict[tuple[str, int], set[str]] = {}
+    missing: dict[str, str] = {}
     for controller in values:
         if controller in found:
             by_parent.setdefault(found[controller], set()).add(controller)
         else:
-            group.missing[CONTROLLERS[controller]] = missing.get(controller, "unavailable")
+            missing[CONTROLLERS[controller]] = why.get(controller, "unavailable")
+    key = tuple(sorted((p, v, tuple(sorted(c))) for (p, v), c in by_parent.items()))
+    group = _take(key)
+    if group is not None:
+        try:
+            for path, version, _ in group._dirs:
+                group._limit(path, version, values, monitor)
+        except OSError:  # e.g. a memory limit below what the set holds: start afresh
+            group.remove()
+            group = None
+    if group is None:
+        group = _fresh(by_parent, values, monitor)
+        group._key = key if not group.missing else None
+    group.missing.update(missing)
+    group._base = group._counters()
+    return group
+
+
+def _fresh(
+    by_parent: dict[tuple[str, int], set[str]], values: dict[str, float], monitor: bool
+) -> CheckCgroup:
+    """Make a new cgroup under each parent for its controllers; failures go to ``missing``."""
+    group = CheckCgroup()
     for (parent, version), controllers in by_parent.items():
         sweep_once(parent, "flow-check-", _rmdir)
         try:
@@ -266,14 +338,7 @@ def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgro
             continue
         group._dirs.append((path, version, controllers))
         try:
-            for c in sorted(controllers):
-                value = values[c] + (1 if c == "pids" and monitor and version == 1 else 0)
-                for name, content, required in _limit_files(c, version, value):
-                    try:
-                        Path(path, name).write_text(content)
-                    except OSError:
-                        if required:
-                            raise
+            group._limit(path, version, values, monitor)
             _open_entry(group, path, parent, version)
         except OSError as err:
             for c in controllers:
@@ -281,6 +346,55 @@ def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgro
             group._dirs.pop()
             _remove(path)
     return group
+
+
+#: Sets handed back by finished checks, by layout (``make_cgroup``), at most ``_POOL_MAX``
+#: each; removed at exit.
+_POOL: dict[tuple[tuple[str, int, tuple[str, ...]], ...], list[CheckCgroup]] = {}
+_POOL_LOCK = threading.Lock()
+_POOL_MAX = 4
+_AT_EXIT: list[bool] = []
+
+
+def _take(key: tuple[tuple[str, int, tuple[str, ...]], ...]) -> CheckCgroup | None:
+    """An idle set of this layout that holds no process (one that does is removed)."""
+    while True:
+        with _POOL_LOCK:
+            idle = _POOL.get(key)
+            group = idle.pop() if idle else None
+        if group is None or group._pid != os.getpid():
+            return None
+        if group._empty():
+            group.missing = {}
+            return group
+        group.remove()
+
+
+def _drain_at_exit() -> None:
+    """Remove the idle sets when this process exits (once registered; call with the lock)."""
+    if not _AT_EXIT:
+        _AT_EXIT.append(True)
+        atexit.register(_drain)
+
+
+def _drain() -> None:
+    with _POOL_LOCK:
+        sets = [g for idle in _POOL.values() for g in idle]
+        _POOL.clear()
+    for group in sets:
+        if group._pid == os.getpid():
+            group.remove()
+
+
+def _cpu_usage(path: str, version: int) -> float | None:
+    """CPU seconds a cgroup counted: v2 ``cpu.stat`` ``usage_usec``, v1 ``cpuacct.usage``."""
+    if version == 2:
+        stat = os.path.join(path, "cpu.stat")
+        return _counter(stat, "usage_usec") / 1e6 if os.path.exists(stat) else None
+    try:
+        return int(Path(path, "cpuacct.usage").read_text().strip()) / 1e9
+    except (OSError, ValueError):
+        return None
 
 
 def _open_entry(group: CheckCgroup, path: str, parent: str, version: int) -> None:
