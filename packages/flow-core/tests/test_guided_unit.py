@@ -20,6 +20,7 @@ from flow_core.run._guided import (
     NEW_PATH,
     answer_limit,
     guided_format,
+    new_path,
     probe_passed,
     unwrap,
 )
@@ -73,13 +74,14 @@ def test_a_small_file_bounds_read_lines_and_edit_old_text_to_its_own_lines(tmp_p
     # write_file: an existing file, or a new relative path.
     (write,) = choices["write_file"]
     assert write["path"] == {
-        "anyOf": [{"type": "string", "enum": ["notes.md", "pkg/m.py"]}, NEW_PATH_SCHEMA]
+        "anyOf": [
+            {"type": "string", "enum": ["notes.md", "pkg/m.py"]},
+            {"type": "string", "pattern": NEW_PATH[:-1] + "[.](md|py)$"},
+        ]
     }
+    assert write["content"] == {"type": "string", "minLength": 1}
     # No task: nothing to search for.
     assert "search_text" not in choices
-
-
-NEW_PATH_SCHEMA = {"type": "string", "pattern": NEW_PATH}
 
 
 @pytest.mark.parametrize(
@@ -300,3 +302,21 @@ def test_a_file_longer_than_one_read_is_read_on_from_a_line(tmp_path: Path) -> N
         c["path"]["const"]: c["required"] for c in _choices(tmp_path, files, read)["read_file"]
     }
     assert reads == {"long.py": ["path", "start_line"]}
+
+
+@pytest.mark.parametrize(
+    ("path", "ok"),
+    [
+        ("new.py", True),
+        ("pkg/n.md", True),
+        ("write_file", False),
+        ("a.pyc", False),
+        ("a.py.txt", False),
+        ("/x.py", False),
+    ],
+)
+def test_a_new_file_is_of_a_kind_the_project_has(path: str, ok: bool) -> None:
+    pattern = new_path(["calc.py", "docs/a.md", "Makefile", "odd.ta-r", ".hidden"])
+    assert pattern == NEW_PATH[:-1] + "[.](md|py)$"
+    assert bool(re.fullmatch(pattern[1:-1], path)) is ok
+    assert new_path(["Makefile"]) == NEW_PATH

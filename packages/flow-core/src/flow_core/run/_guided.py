@@ -53,6 +53,7 @@ __all__ = [
     "PROBE_VALUE",
     "answer_limit",
     "guided_format",
+    "new_path",
     "probe_format",
     "probe_messages",
     "probe_passed",
@@ -83,6 +84,8 @@ _ONE_ENUM = {"list_files": "path", "outline": "path", "run_check": "name", "sear
 MAX_QUERIES = 30
 #: A new file's path: relative, starting with a letter, digit or ``_`` (no ``"`` or ``\\``).
 NEW_PATH = "^[A-Za-z0-9_][A-Za-z0-9_./-]*$"
+#: Most file extensions a new file's path may end in (``new_path``).
+MAX_NEW_KINDS = 30
 #: The value the ``auto`` probe's schema requires: no model writes it unconstrained.
 PROBE_VALUE = "flow-guided-probe-4f1c"
 
@@ -125,7 +128,8 @@ def guided_format(
     (at most ``MAX_QUERIES``; the choice goes when there is none), with its other arguments
     left out (a file read whole is not offered to ``outline`` either, nor to ``read_file``
     when that read showed all of it: ``_one_read``); ``write_file``'s
-    ``path`` is an existing file or a new relative path (``NEW_PATH``). ``first``
+    ``path`` is an existing file or a new relative path with an extension the project's
+    files have (``new_path``), and its ``content`` is not empty. ``first``
     (``tools/_map.task_files``: the files the task names, then those defining its
     identifiers) comes first in every list of files, so
     it is those files that get choices of their own.
@@ -202,6 +206,19 @@ def _read_whole(done: Sequence[ToolCall]) -> set[str]:
     }
 
 
+def new_path(files: Sequence[str]) -> str:
+    """The pattern of a new file's path in a workspace holding ``files``: ``NEW_PATH``
+    ending in one of the files' extensions (letters and digits only), so a new file is of a
+    kind the project has (a small model wrote files named ``write_file`` and ``read_file``);
+    ``NEW_PATH`` itself when no file has such an extension."""
+    names = [p.rsplit("/", 1)[-1].lstrip(".") for p in files]  # a dotfile has no extension
+    found = sorted({n.rsplit(".", 1)[1] for n in names if "." in n})
+    kinds = [e for e in found if e.isascii() and e.isalnum()][:MAX_NEW_KINDS]
+    if not kinds:
+        return NEW_PATH
+    return NEW_PATH[:-1] + "[.](" + "|".join(kinds) + ")$"
+
+
 def _queries(task: str, texts: Mapping[str, str]) -> list[str]:
     """The task's identifiers that occur in ``texts``, longest first, at most
     ``MAX_QUERIES``."""
@@ -246,8 +263,9 @@ def _arguments(
     if "path" not in (params.get("properties") or {}) or not listed:
         return [params]
     if name == "write_file":
-        new = {"type": "string", "pattern": NEW_PATH}
-        return [_with(params, path={"anyOf": [{"type": "string", "enum": listed}, new]})]
+        new = {"type": "string", "pattern": new_path(listed)}
+        path = {"anyOf": [{"type": "string", "enum": listed}, new]}
+        return [_with(params, path=path, content={"type": "string", "minLength": 1})]
     if name == "list_files":
         folders = sorted({""} | {p.rsplit("/", 1)[0] for p in listed if "/" in p})
         return [_with(params, path={"type": "string", "enum": folders})]
