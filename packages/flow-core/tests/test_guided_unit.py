@@ -320,3 +320,11 @@ def test_a_new_file_is_of_a_kind_the_project_has(path: str, ok: bool) -> None:
     assert pattern == NEW_PATH[:-1] + "[.](md|py)$"
     assert bool(re.fullmatch(pattern[1:-1], path)) is ok
     assert new_path(["Makefile"]) == NEW_PATH
+
+
+def test_a_newline_inside_a_guided_string_still_makes_a_call() -> None:
+    # llama-cpp-python 0.3.36's grammar let a raw newline into a string (not strict JSON).
+    raw = '{"tool": "write_file", "arguments": {"path": "a.py", "content": "x = 1\n"}}'
+    assert "\n" in raw
+    (call,) = unwrap(ChatResponse(raw)).tool_calls
+    assert (call.name, call.arguments) == ("write_file", {"path": "a.py", "content": "x = 1\n"})

@@ -346,11 +346,16 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def unwrap(response: ChatResponse) -> ChatResponse:
-    """A guided reply as a structured call or plain text; any other reply unchanged."""
+    """A guided reply as a structured call or plain text; any other reply unchanged.
+
+    A raw control character (a newline) inside a string is accepted: llama-cpp-python 0.3.36's
+    grammar lets one through, and strict JSON would turn the constrained call into plain text
+    (measured: a ``write_file`` whose content held a newline ended the coder as an answer).
+    """
     if response.tool_calls:
         return response
     try:
-        value = json.loads(response.content)
+        value = json.loads(response.content, strict=False)
     except (ValueError, RecursionError):
         return response
     if not isinstance(value, dict):
