@@ -111,8 +111,17 @@ _LOCK = threading.Lock()
 
 
 def _library() -> ctypes.CDLL:
-    name = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
-    lib = ctypes.CDLL(name, use_errno=True)
+    """libseccomp by its soname first: the dynamic loader finds it without a subprocess
+    (``ctypes.util.find_library`` starts ``ldconfig -p``, a process on every ``flow status``
+    and every jailed check); the search is the fallback for a system that names it otherwise.
+    """
+    try:
+        lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+    except OSError:
+        name = ctypes.util.find_library("seccomp")
+        if name is None:
+            raise
+        lib = ctypes.CDLL(name, use_errno=True)
     lib.seccomp_init.restype = ctypes.c_void_p
     lib.seccomp_init.argtypes = [ctypes.c_uint32]
     lib.seccomp_rule_add_array.argtypes = [
