@@ -402,6 +402,25 @@ def test_status_report_says_whether_the_jail_is_usable(ws: Path) -> None:
     assert report.sandbox.runs_as == ("bwrap" if probe_bwrap().usable else "none")
 
 
+def test_the_status_report_loads_nothing_of_the_jail_itself(ws: Path) -> None:
+    """``flow status`` reports the probe (``verify/_probe.py``) but builds no jail: the
+    modules that make the private tree, the mounts and the jail stay unloaded."""
+    code = (
+        "import sys\n"
+        "from flow_core import config_status, load_config\n"
+        f"loaded = load_config(config_file=None, workspace={str(ws)!r})\n"
+        "report = config_status(loaded.config, trusted=False, sources=loaded.sources)\n"
+        "assert report.sandbox is not None and report.sandbox.mode == 'auto'\n"
+        "jail = ('flow_core.verify._sandbox', 'flow_core.verify._jail', 'flow_core.verify._tree',\n"
+        "        'flow_core.verify._disk', 'flow_core.verify._scratch')\n"
+        "loaded_jail = [m for m in jail if m in sys.modules]\n"
+        "assert loaded_jail == [], loaded_jail\n"
+    )
+    env = {**os.environ, "HOME": str(ws.parent), "XDG_CONFIG_HOME": str(ws.parent / "xdg")}
+    done = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_concurrent_checks_each_get_their_own_jail(jail_ok: None, ws: Path) -> None:
     cfg = _config(ws, "import os; print(os.getpid())")
     results: list[Any] = []

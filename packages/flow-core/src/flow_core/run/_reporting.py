@@ -93,7 +93,7 @@ def status_report(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) 
 
 def _sandbox(config: FlowConfig) -> SandboxStatus:
     """How checks are jailed here (imported on use: cold start stays small)."""
-    from flow_core.verify._sandbox import sandbox_status
+    from flow_core.verify._probe import sandbox_status
 
     return sandbox_status(config.sandbox)
 

@@ -147,7 +147,7 @@ class Run:
             from flow_core.run._cycle import RunDriver
 
             if self.trusted:
-                from flow_core.verify._sandbox import require_sandbox
+                from flow_core.verify._probe import require_sandbox
 
                 require_sandbox(self.config.sandbox)  # before any model time is spent
             self.workspace()

@@ -116,7 +116,7 @@ class Runtime:
                 f"no check named {name!r} in the operator config (configured: {known}); "
                 "fix: add [checks." + name + "] to the operator file or use a configured name"
             )
-        from flow_core.verify._sandbox import require_sandbox
+        from flow_core.verify._probe import require_sandbox
 
         require_sandbox(self.config.sandbox)
         missing = model_preflight(self.config, self._list_models_quietly)

@@ -57,32 +57,33 @@ from __future__ import annotations
 
 import os
 import resource
-import shutil
-import subprocess
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from flow_core._errors import ConfigError
-from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._caches import cache_folders
-from flow_core.verify._cgroup import CheckCgroup, cgroup_parents, make_cgroup
+from flow_core.verify._cgroup import CheckCgroup, make_cgroup
 from flow_core.verify._disk import JailDisk, make_disk, sized_copy_tools
 from flow_core.verify._jail import CheckScope, Jail
 from flow_core.verify._jail_argv import (
     JAIL_HOME,
-    TMP,
-    CheckUser,
     JailFds,
     JailLayout,
     _has_size,
     bwrap_argv,
     check_user,
-    jail_flags,
 )
 from flow_core.verify._jail_root import data_fds, etc_plan, identity_files, open_etc_files
+from flow_core.verify._probe import (
+    BWRAP_PACKAGE,
+    UNBOUND,
+    Probe,
+    probe_bwrap,
+    require_sandbox,
+    sandbox_status,
+    search_path,
+)
 from flow_core.verify._scratch import make_scratch, remove_scratch
 from flow_core.verify._seccomp import seccomp_fd, seccomp_program
 from flow_core.verify._tree import TreeSpec, build_tree, plan_workspace
@@ -97,126 +98,7 @@ __all__ = [
     "sandbox_status",
 ]
 
-#: The Debian/Ubuntu (and Fedora, Arch) package that provides ``bwrap``.
-BWRAP_PACKAGE = "bubblewrap"
-#: Seconds the probe command may take.
-_PROBE_TIMEOUT_S = 10.0
 _MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Probe:
-    """Whether bubblewrap can start a jail here: ``bwrap`` is its path when usable."""
-
-    usable: bool
-    bwrap: str | None
-    reason: str | None
-
-
-_PROBES: dict[tuple[str, CheckUser | None], Probe] = {}
-_PROBE_LOCK = threading.Lock()
-
-
-def probe_bwrap(path_env: str | None = None, user: CheckUser | None = None) -> Probe:
-    """Find ``bwrap`` on ``PATH`` and run ``true`` in a jail like a check's (once per path).
-
-    Args:
-        path_env: the ``PATH`` to search (default: Flow's own).
-        user: who the check runs as (``check_user``); None: Flow's own user.
-
-    Returns:
-        A ``Probe``; ``reason`` names what failed and the package to install. Never raises.
-    """
-    search = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
-    exe = shutil.which("bwrap", path=search)
-    if exe is None:
-        return Probe(
-            False,
-            None,
-            f"bwrap was not found on PATH; install the {BWRAP_PACKAGE!r} package "
-            f"(apt-get install {BWRAP_PACKAGE})",
-        )
-    exe = os.path.abspath(exe)
-    with _PROBE_LOCK:
-        if (exe, user) in _PROBES:
-            return _PROBES[exe, user]
-        true = shutil.which("true", path=search) or "/bin/true"
-        argv = [exe, *jail_flags(False, user), "--ro-bind", "/", "/", "--dev", "/dev"]
-        argv += ["--proc", "/proc", "--tmpfs", TMP, "--", *(user.prefix() if user else []), true]
-        try:
-            done = subprocess.run(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=_PROBE_TIMEOUT_S,
-                check=False,
-                env={"PATH": search},
-            )
-        except (OSError, subprocess.SubprocessError) as err:
-            probe = Probe(False, None, f"{exe} could not be run: {err}")
-        else:
-            if done.returncode == 0:
-                probe = Probe(True, exe, None)
-            else:
-                said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-                probe = Probe(
-                    False,
-                    None,
-                    f"{exe} cannot create a jail here (exit {done.returncode}: "
-                    f"{said[-1] if said else 'no message'}); user or mount namespaces may be "
-                    "disabled (e.g. in a container without CAP_SYS_ADMIN)",
-                )
-        _PROBES[exe, user] = probe
-        return probe
-
-
-def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxStatus:
-    """What ``flow status`` reports under ``sandbox`` (runs the bubblewrap probe once)."""
-    user = check_user(cfg, _search_path(path_env))
-    probe = probe_bwrap(path_env, user)
-    runs_as: SandboxKind = "bwrap" if probe.usable and cfg.mode != "off" else "none"
-    reason = probe.reason
-    if cfg.mode == "off":
-        reason = 'sandbox.mode = "off": checks run unjailed with Flow\'s whole environment'
-    elif not probe.usable and cfg.mode == "auto":
-        reason = f"warning: checks run without a jail: {probe.reason}"
-    elif not probe.usable:
-        reason = f'sandbox.mode = "bwrap" but {probe.reason}; checks are refused'
-    else:
-        notes = [user.missing] if user.missing else []
-        no_filter = seccomp_program(cfg.network)[1]
-        notes += [f"warning: no seccomp filter: {no_filter}"] if no_filter else []
-        missing = cgroup_parents()[1]
-        notes += [
-            f"{_UNBOUND[c]}: {why}"
-            for c, why in missing.items()
-            if c != "cpuacct" or cfg.cpu_seconds > 0
-        ]
-        reason = "; ".join(notes) or None
-    return SandboxStatus(
-        mode=cfg.mode, usable=probe.usable, runs_as=runs_as, network=cfg.network, reason=reason
-    )
-
-
-def require_sandbox(cfg: SandboxConfig, path_env: str | None = None) -> None:
-    """Raise when ``mode = "bwrap"`` and bubblewrap is unusable.
-
-    Raises:
-        ConfigError: code ``sandbox_unavailable``; the message names the package to install.
-    """
-    if cfg.mode != "bwrap":
-        return
-    probe = probe_bwrap(path_env, check_user(cfg, _search_path(path_env)))
-    if not probe.usable:
-        raise ConfigError(
-            f'sandbox.mode = "bwrap" but {probe.reason}; fix: install the {BWRAP_PACKAGE!r} '
-            'package, or set sandbox.mode = "auto" to run checks unjailed when it is missing',
-            code="sandbox_unavailable",
-        )
-
-
-def _search_path(path_env: str | None) -> str:
-    return path_env if path_env is not None else os.environ.get("PATH", os.defpath)
 
 
 def _limit_values(cfg: SandboxConfig) -> list[tuple[int, int]]:
@@ -298,7 +180,7 @@ def prepare_jail(
         why = 'sandbox.mode = "off"' if cfg is not None else "run without a [sandbox] config"
         return Jail("none", why, list(argv), executable)
     require_sandbox(cfg, env_in.get("PATH"))
-    user = check_user(cfg, _search_path(env_in.get("PATH")))
+    user = check_user(cfg, search_path(env_in.get("PATH")))
     probe = probe_bwrap(env_in.get("PATH"), user)
     scope = scope or CheckScope()
     if probe.usable and probe.bwrap is not None:
@@ -414,7 +296,7 @@ def _furnish(
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
     if no_disk:
-        notes.append(f"{_UNBOUND['disk_per_place' if sized else 'disk_mib']}: {no_disk}")
+        notes.append(f"{UNBOUND['disk_per_place' if sized else 'disk_mib']}: {no_disk}")
     notes += [f"kept across checks (sandbox.caches): {', '.join(cfg.caches)}"] if caches else []
     notes += [f"sandbox.caches not kept: {no_cache}"] if no_cache else []
     jail.reason = "; ".join(notes) or None
@@ -470,22 +352,5 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
     if jail.cpu_budget_s > 0 and not counted:  # made, but nothing there counts CPU time
         group.missing["cpu_seconds"] = "the check's cgroup does not count CPU time"
         jail.cpu_budget_s = 0.0
-    notes = [f"{_UNBOUND[key]}: {why}" for key, why in group.missing.items()]
+    notes = [f"{UNBOUND[key]}: {why}" for key, why in group.missing.items()]
     return "; ".join(notes) or None
-
-
-#: How a report names a whole-check limit no cgroup enforces, by config key or controller.
-_UNBOUND = {
-    "processes": "process count not enforced",
-    "pids": "process count not enforced",
-    "memory_mib": "memory not bounded",
-    "memory": "memory not bounded",
-    "cpus": "CPU not bounded",
-    "cpu": "CPU not bounded",
-    "cpu_seconds": "CPU time not bounded",
-    "cpuacct": "CPU time not bounded",
-    "disk_mib": "disk bounded for /tmp only, not the private copy",
-    "disk_per_place": (
-        "disk bounded per place, not in all: the copy, /tmp and /dev/shm may each take disk_mib"
-    ),
-}
