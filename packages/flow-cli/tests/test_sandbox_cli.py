@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from flow_core.verify._sandbox import probe_bwrap
 
 PASS = [sys.executable, "-c", "print('ok')"]
@@ -34,6 +36,28 @@ def test_status_reports_the_jail(env, h, tmp_path, workspace) -> None:
     assert sandbox["usable"] is usable
     assert sandbox["runs_as"] == ("bwrap" if usable else "none")
     assert sandbox["network"] is False
+
+
+def test_status_remembers_a_usable_probe_that_a_broken_bwrap_never_hides(
+    env, h, tmp_path, workspace
+) -> None:
+    """``flow status`` remembers a usable probe under the user's cache folder; the same
+    answer comes back from it, and a different ``bwrap`` first on ``PATH`` is probed anew."""
+    probe = probe_bwrap()
+    if not probe.usable:
+        pytest.skip(f"bubblewrap is unusable here, nothing to remember: {probe.reason}")
+    cfg = h.operator_config(tmp_path / "op.toml", workspace, checks=h.check_table("ok", PASS))
+    first = env.flow("status", "--config", str(cfg))
+    assert first.code == 0, first.stderr
+    cache = env.vars.get("XDG_CACHE_HOME") or os.path.join(env.vars["HOME"], ".cache")
+    assert (Path(cache) / "flow" / "bwrap-probe.json").is_file()
+    again = env.flow("status", "--config", str(cfg))
+    assert again.json()["sandbox"] == first.json()["sandbox"]
+    assert first.json()["sandbox"]["runs_as"] == "bwrap"
+    _broken_bwrap(env, tmp_path)
+    broken = env.flow("status", "--config", str(cfg))
+    assert broken.json()["sandbox"]["runs_as"] == "none"
+    assert "No permissions to create new namespace" in broken.json()["sandbox"]["reason"]
 
 
 def test_auto_without_bwrap_warns_on_stderr_and_in_the_report(env, h, tmp_path, workspace) -> None:

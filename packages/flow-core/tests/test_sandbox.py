@@ -8,6 +8,7 @@ skip only on a developer machine without it. The trust gate with real attacks th
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -23,6 +24,7 @@ import pytest
 from flow_core import ConfigError, FlowConfig, Runtime
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.models.scripted import ScriptedBackend
+from flow_core.verify import _probe, _probe_cache
 from flow_core.verify._checks import CheckScope, run_check
 from flow_core.verify._sandbox import prepare_jail, probe_bwrap, sandbox_status
 
@@ -419,6 +421,100 @@ def test_the_status_report_loads_nothing_of_the_jail_itself(ws: Path) -> None:
     env = {**os.environ, "HOME": str(ws.parent), "XDG_CONFIG_HOME": str(ws.parent / "xdg")}
     done = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _fresh_probes(monkeypatch: pytest.MonkeyPatch, cache: Path) -> dict[Any, Any]:
+    """No probe made in this process, and the status cache under ``cache``."""
+    probes: dict[Any, Any] = {}
+    monkeypatch.setattr(_probe, "_PROBES", probes)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    return probes
+
+
+def test_status_remembers_a_usable_probe_only_while_nothing_it_rests_on_changed(
+    jail_ok: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    probes = _fresh_probes(monkeypatch, cache)
+    first = sandbox_status(SandboxConfig(), remembered=True)
+    remembered = cache / "flow" / "bwrap-probe.json"
+    assert first.usable
+    assert len(probes) == 1
+    assert remembered.is_file()
+    assert oct(remembered.stat().st_mode & 0o777) == "0o600"
+    probes.clear()
+    assert sandbox_status(SandboxConfig(), remembered=True) == first
+    assert probes == {}, "a remembered probe stands in for starting bubblewrap"
+    entry = json.loads(remembered.read_text())
+    changes = {
+        "another bwrap file": lambda e: e["key"]["bwrap_times"].__setitem__(1, 0),
+        "another boot": lambda e: e["key"]["sysctl"].__setitem__(
+            "/proc/sys/kernel/random/boot_id", "x"
+        ),
+        "another user namespace": lambda e: e["key"]["ns"].__setitem__("user", "user:[1]"),
+        "too old": lambda e: e.__setitem__("at", e["at"] - _probe_cache.MAX_AGE_S - 1),
+        "from the future": lambda e: e.__setitem__("at", e["at"] + 3600),
+        "not usable": lambda e: e.__setitem__("usable", False),
+    }
+    for why, change in changes.items():
+        changed = json.loads(json.dumps(entry))
+        change(changed)
+        remembered.write_text(json.dumps(changed))
+        probes.clear()
+        assert sandbox_status(SandboxConfig(), remembered=True) == first, why
+        assert len(probes) == 1, f"{why}: bubblewrap was not started again"
+    for garbage in ("", "{", "[]", '{"key": 1}', "\udcff"):
+        remembered.write_text(garbage, errors="surrogateescape")
+        probes.clear()
+        assert sandbox_status(SandboxConfig(), remembered=True) == first
+        assert len(probes) == 1
+
+
+def test_a_failed_probe_is_never_remembered(
+    broken_bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    probes = _fresh_probes(monkeypatch, cache)
+    for _ in range(2):
+        status = sandbox_status(SandboxConfig(), broken_bwrap, remembered=True)
+        assert (status.usable, status.runs_as) == (False, "none")
+        assert status.reason is not None
+        assert "No permissions to create new namespace" in status.reason
+        assert not (cache / "flow" / "bwrap-probe.json").exists()
+        assert len(probes) == 1
+        probes.clear()
+
+
+def test_an_unwritable_cache_never_fails_the_status(
+    jail_ok: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder would be")
+    _fresh_probes(monkeypatch, blocker)
+    assert sandbox_status(SandboxConfig(), remembered=True).usable
+    assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_only_the_status_command_uses_or_leaves_a_remembered_probe(
+    jail_ok: None, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the ``flow status`` command takes a remembered probe: a check's report and
+    ``Runtime.status()`` probe in their own process and write nothing under ``HOME`` (the
+    trust gate compares ``HOME`` byte for byte around a jailed run, which shows its hints)."""
+    cache = tmp_path / "cache"
+    probes = _fresh_probes(monkeypatch, cache)
+    runtime = Runtime(_config(ws, "pass"), trusted=True)
+    for report in (runtime.check(), runtime.status()):  # status(): MCP, TUI, run hints
+        assert report.sandbox is not None
+        assert report.sandbox.usable
+        assert not cache.exists()
+        assert len(probes) == 1
+    probes.clear()
+    assert sandbox_status(SandboxConfig(), remembered=True).usable  # status: remembered now
+    assert (cache / "flow" / "bwrap-probe.json").is_file()
+    probes.clear()
+    assert sandbox_status(SandboxConfig()).usable
+    assert len(probes) == 1, "a check's or a run's report probed again"
 
 
 def test_concurrent_checks_each_get_their_own_jail(jail_ok: None, ws: Path) -> None:

@@ -90,7 +90,9 @@ def status_report(opts: CommonOptions) -> tuple[Report, FlowConfig]:
 
     loaded = load_config(config_file=opts.config, workspace=opts.workspace, model=opts.model)
     user_run_store(loaded.config)
-    report = config_status(loaded.config, trusted=opts.trusted, sources=loaded.sources)
+    report = config_status(
+        loaded.config, trusted=opts.trusted, sources=loaded.sources, remembered=True
+    )
     return report, loaded.config
 
 

@@ -34,16 +34,21 @@ def user_run_store(config: FlowConfig) -> RunStore:
     return RunStore.for_workspace(config.workspace_dir, config.runs)
 
 
-def config_status(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) -> Report:
+def config_status(
+    config: FlowConfig, *, trusted: bool, sources: Sequence[str], remembered: bool = False
+) -> Report:
     """The ``status`` report: the configuration only, no model request, no command.
 
     ``ok`` is false, and ``warnings`` says why, when no run could be verified as configured
     (``run/_preflight.py``); likely mistakes that leave ``ok`` true are warnings too.
+    ``remembered`` (the ``flow status`` command) lets ``sandbox`` come from a usable bubblewrap
+    probe remembered under unchanged conditions (``verify/_probe_cache.py``); otherwise it is
+    probed in this process and nothing is written.
     """
     from flow_core.run._preflight import config_hints, preflight
     from flow_core.run._reporting import status_report
 
-    report = status_report(config, trusted=trusted, sources=sources)
+    report = status_report(config, trusted=trusted, sources=sources, remembered=remembered)
     warnings = preflight(config, task=None, trusted=trusted)
     hints = config_hints(config)
     if warnings or hints:

@@ -74,8 +74,11 @@ def blocked_verification(reasons: list[str], *, within_budgets: bool) -> Verific
     )
 
 
-def status_report(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) -> Report:
-    """``Runtime.status()``: the configuration only, never a run in progress."""
+def status_report(
+    config: FlowConfig, *, trusted: bool, sources: Sequence[str], remembered: bool = False
+) -> Report:
+    """``Runtime.status()``: the configuration only, never a run in progress (``remembered``:
+    see ``flow_core.config_status``)."""
     return Report(
         kind="status",
         ok=True,
@@ -87,15 +90,16 @@ def status_report(config: FlowConfig, *, trusted: bool, sources: Sequence[str]) 
         models={role: config.model_for(role) for role in ROLES},
         configured_checks=check_specs(config),
         weak_evidence=weak_checks(config),
-        sandbox=_sandbox(config),
+        sandbox=_sandbox(config, remembered=remembered),
     )
 
 
-def _sandbox(config: FlowConfig) -> SandboxStatus:
-    """How checks are jailed here (imported on use: cold start stays small)."""
+def _sandbox(config: FlowConfig, *, remembered: bool = False) -> SandboxStatus:
+    """How checks are jailed here (imported on use: cold start stays small); only the
+    ``flow status`` command takes a remembered probe (``verify/_probe_cache.py``)."""
     from flow_core.verify._probe import sandbox_status
 
-    return sandbox_status(config.sandbox)
+    return sandbox_status(config.sandbox, remembered=remembered)
 
 
 class ReportParts(Protocol):

@@ -29,6 +29,7 @@ __all__ = [
     "require_sandbox",
     "sandbox_status",
     "search_path",
+    "status_probe",
 ]
 
 #: The Debian/Ubuntu (and Fedora, Arch) package that provides ``bwrap``.
@@ -60,53 +61,102 @@ def probe_bwrap(path_env: str | None = None, user: CheckUser | None = None) -> P
     Returns:
         A ``Probe``; ``reason`` names what failed and the package to install. Never raises.
     """
-    search = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
-    exe = shutil.which("bwrap", path=search)
+    search = search_path(path_env)
+    exe = _find_bwrap(search)
     if exe is None:
-        return Probe(
-            False,
-            None,
-            f"bwrap was not found on PATH; install the {BWRAP_PACKAGE!r} package "
-            f"(apt-get install {BWRAP_PACKAGE})",
-        )
-    exe = os.path.abspath(exe)
+        return _NOT_FOUND
     with _PROBE_LOCK:
-        if (exe, user) in _PROBES:
-            return _PROBES[exe, user]
-        true = shutil.which("true", path=search) or "/bin/true"
-        argv = [exe, *jail_flags(False, user), "--ro-bind", "/", "/", "--dev", "/dev"]
-        argv += ["--proc", "/proc", "--tmpfs", TMP, "--", *(user.prefix() if user else []), true]
-        try:
-            done = subprocess.run(
-                argv,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=_PROBE_TIMEOUT_S,
-                check=False,
-                env={"PATH": search},
-            )
-        except (OSError, subprocess.SubprocessError) as err:
-            probe = Probe(False, None, f"{exe} could not be run: {err}")
-        else:
-            if done.returncode == 0:
-                probe = Probe(True, exe, None)
-            else:
-                said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-                probe = Probe(
-                    False,
-                    None,
-                    f"{exe} cannot create a jail here (exit {done.returncode}: "
-                    f"{said[-1] if said else 'no message'}); user or mount namespaces may be "
-                    "disabled (e.g. in a container without CAP_SYS_ADMIN)",
-                )
-        _PROBES[exe, user] = probe
-        return probe
+        if (exe, user) not in _PROBES:
+            _PROBES[exe, user] = _run_probe(exe, _probe_argv(exe, search, user), search)
+        return _PROBES[exe, user]
 
 
-def sandbox_status(cfg: SandboxConfig, path_env: str | None = None) -> SandboxStatus:
-    """What ``flow status`` reports under ``sandbox`` (runs the bubblewrap probe once)."""
-    user = check_user(cfg, search_path(path_env))
+_NOT_FOUND = Probe(
+    False,
+    None,
+    f"bwrap was not found on PATH; install the {BWRAP_PACKAGE!r} package "
+    f"(apt-get install {BWRAP_PACKAGE})",
+)
+
+
+def _find_bwrap(search: str) -> str | None:
+    exe = shutil.which("bwrap", path=search)
+    return os.path.abspath(exe) if exe is not None else None
+
+
+def _probe_argv(exe: str, search: str, user: CheckUser | None) -> list[str]:
+    true = shutil.which("true", path=search) or "/bin/true"
+    mounts = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", TMP]
+    return [exe, *jail_flags(False, user), *mounts, "--", *(user.prefix() if user else []), true]
+
+
+def _run_probe(exe: str, argv: list[str], search: str) -> Probe:
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
+            env={"PATH": search},
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        return Probe(False, None, f"{exe} could not be run: {err}")
+    if done.returncode == 0:
+        return Probe(True, exe, None)
+    said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return Probe(
+        False,
+        None,
+        f"{exe} cannot create a jail here (exit {done.returncode}: "
+        f"{said[-1] if said else 'no message'}); user or mount namespaces may be "
+        "disabled (e.g. in a container without CAP_SYS_ADMIN)",
+    )
+
+
+def status_probe(path_env: str | None = None, user: CheckUser | None = None) -> Probe:
+    """``probe_bwrap`` for the status report: a usable probe remembered on disk under the same
+    binary, command line, user, namespaces and kernel settings, under ten minutes old
+    (``verify/_probe_cache.py``), stands in for starting bubblewrap again. Never raises.
+
+    A probe made in this process wins; a probe that ran here is remembered when usable. Only
+    the ``flow status`` command uses this (``sandbox_status(remembered=True)``): a check's
+    jail and every other report probe in their own process.
+    """
+    search = search_path(path_env)
+    exe = _find_bwrap(search)
+    if exe is None:
+        return _NOT_FOUND
+    with _PROBE_LOCK:
+        made = _PROBES.get((exe, user))
+    if made is not None:
+        return made
+    from flow_core.verify._probe_cache import probe_key, recall, remember
+
+    key = probe_key(exe, _probe_argv(exe, search, user), search)
+    if key is not None and recall(key):
+        return Probe(True, exe, None)
     probe = probe_bwrap(path_env, user)
+    if key is not None and probe.usable and probe.bwrap == exe:
+        remember(key)
+    return probe
+
+
+def sandbox_status(
+    cfg: SandboxConfig, path_env: str | None = None, *, remembered: bool = False
+) -> SandboxStatus:
+    """What a report says under ``sandbox``: the bubblewrap probe, the seccomp filter and the
+    cgroups, each looked at now.
+
+    Args:
+        cfg: ``[sandbox]``.
+        path_env: the ``PATH`` to search (default: Flow's own).
+        remembered: the ``flow status`` command may take a usable probe remembered under
+            the same conditions (``status_probe``); every other report (``Runtime.status()``,
+            checks, runs) probes once per process and leaves nothing on disk.
+    """
+    user = check_user(cfg, search_path(path_env))
+    probe = status_probe(path_env, user) if remembered else probe_bwrap(path_env, user)
     runs_as: SandboxKind = "bwrap" if probe.usable and cfg.mode != "off" else "none"
     reason = probe.reason
     if cfg.mode == "off":
