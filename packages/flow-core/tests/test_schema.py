@@ -49,3 +49,27 @@ def test_run_store_fields_are_in_the_schema() -> None:
     bad = report.to_dict()
     bad["isolation"] = {"mode": "chroot", "applied": True}
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(bad))
+
+
+def test_no_report_field_defaults_through_a_builtin_type() -> None:
+    """Each report model's list defaults come from a plain function (``_report._empty``):
+    pydantic reads a factory's signature, and ``list``'s text signature starts the tokenizer
+    on every cold ``flow status`` (``bench/bench_cli.py``). Each list default stays a new list."""
+    import flow_core._report as report_module
+
+    models = [
+        m
+        for m in vars(report_module).values()
+        if isinstance(m, type) and issubclass(m, report_module.BaseModel)
+    ]
+    factories = [
+        (m.__name__, name, f.default_factory)
+        for m in models
+        for name, f in m.model_fields.items()
+        if f.default_factory is not None
+    ]
+    assert factories, "the report has list fields with default factories"
+    assert [f for f in factories if f[2] in (list, set, tuple, bytearray)] == []
+    first = Report(kind="status", ok=True, status="ok", flow_version="0")
+    first.config_sources.append("x.toml")
+    assert Report(kind="status", ok=True, status="ok", flow_version="0").config_sources == []
