@@ -404,9 +404,10 @@ def test_status_report_says_whether_the_jail_is_usable(ws: Path) -> None:
     assert report.sandbox.runs_as == ("bwrap" if probe_bwrap().usable else "none")
 
 
-def test_the_status_report_loads_nothing_of_the_jail_itself(ws: Path) -> None:
+def test_the_status_report_loads_nothing_of_the_jail_or_the_seams(ws: Path) -> None:
     """``flow status`` reports the probe (``verify/_probe.py``) but builds no jail: the
-    modules that make the private tree, the mounts and the jail stay unloaded."""
+    modules that make the private tree, the mounts and the jail stay unloaded, and so do the
+    seams' classes (``_protocols.py``; the role names come from ``_roles.py``)."""
     code = (
         "import sys\n"
         "from flow_core import config_status, load_config\n"
@@ -414,7 +415,7 @@ def test_the_status_report_loads_nothing_of_the_jail_itself(ws: Path) -> None:
         "report = config_status(loaded.config, trusted=False, sources=loaded.sources)\n"
         "assert report.sandbox is not None and report.sandbox.mode == 'auto'\n"
         "jail = ('flow_core.verify._sandbox', 'flow_core.verify._jail', 'flow_core.verify._tree',\n"
-        "        'flow_core.verify._disk', 'flow_core.verify._scratch')\n"
+        "        'flow_core.verify._disk', 'flow_core.verify._scratch', 'flow_core._protocols')\n"
         "loaded_jail = [m for m in jail if m in sys.modules]\n"
         "assert loaded_jail == [], loaded_jail\n"
     )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from flow_core._protocols import EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
+from flow_core._roles import EDITOR_TIMEOUT_MAX, EDITOR_TIMEOUT_MIN
 from flow_safeio import ERROR_CODES as _SAFEIO
 
 __all__ = ["ROWS", "Area", "CodeRow", "ErrorCategory", "ErrorCode"]

@@ -12,8 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Role = Literal["planner", "coder", "reviewer"]
-ROLES: tuple[Role, ...] = ("planner", "coder", "reviewer")
+# Re-exported (``import X as X``, PEP 484): the seams' users import them from here.
+from flow_core._roles import (
+    EDITOR_TIMEOUT_DEFAULT as EDITOR_TIMEOUT_DEFAULT,  # noqa: PLC0414
+    EDITOR_TIMEOUT_MAX as EDITOR_TIMEOUT_MAX,  # noqa: PLC0414
+    EDITOR_TIMEOUT_MIN as EDITOR_TIMEOUT_MIN,  # noqa: PLC0414
+    ROLES as ROLES,  # noqa: PLC0414
+    Role as Role,  # noqa: PLC0414
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,14 +179,6 @@ class EditorLintResult:
     error_count: int = 0
     stale: bool = False
     message: str = ""
-
-
-#: Editor request timeouts, in seconds: the default and the accepted range
-#: (``docs/architecture.md``, "Rose"). flow-rose enforces them; flow-mcp and flow-cli check
-#: their flags against them.
-EDITOR_TIMEOUT_DEFAULT: float = 120.0
-EDITOR_TIMEOUT_MIN: float = 0.1
-EDITOR_TIMEOUT_MAX: float = 660.0
 
 
 @runtime_checkable

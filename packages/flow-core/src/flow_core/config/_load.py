@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from flow_core._errors import ConfigError
-from flow_core._protocols import ROLES
+from flow_core._roles import ROLES
 from flow_core.config._guard import check_config_location
 from flow_core.config._messages import translate, type_name
 from flow_core.config._schema import FlowConfig, LoadedConfig

@@ -31,8 +31,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from flow_core._protocols import ROLES
 from flow_core._report import CheckKind
+from flow_core._roles import ROLES
 from flow_core._urls import url_problem
 from flow_core.config._executables import resolve_checks
 from flow_core.config._options import ModelOptions, merged_options

@@ -176,7 +176,7 @@ def model_preflight(
         shows on the first model request, with its own code).
     """
     from flow_core._errors import BackendError
-    from flow_core._protocols import ROLES
+    from flow_core._roles import ROLES
 
     try:
         models = list(list_models())

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from flow_core.__about__ import __version__
-from flow_core._protocols import ROLES
 from flow_core._report import (
     Budget,
     Budgets,
@@ -19,6 +18,7 @@ from flow_core._report import (
     Timings,
     Verification,
 )
+from flow_core._roles import ROLES
 from flow_core.verify._results import effective_results, is_weak
 
 if TYPE_CHECKING:
