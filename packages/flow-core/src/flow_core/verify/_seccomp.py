@@ -28,7 +28,6 @@ jail then runs without the filter and every report says so.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import threading
@@ -118,7 +117,9 @@ def _library() -> ctypes.CDLL:
     try:
         lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
     except OSError:
-        name = ctypes.util.find_library("seccomp")
+        from ctypes import util  # only here: it loads tempfile (``flow status`` needs none)
+
+        name = util.find_library("seccomp")
         if name is None:
             raise
         lib = ctypes.CDLL(name, use_errno=True)
