@@ -415,7 +415,8 @@ def test_the_status_report_loads_nothing_of_the_jail_or_the_seams(ws: Path) -> N
         "report = config_status(loaded.config, trusted=False, sources=loaded.sources)\n"
         "assert report.sandbox is not None and report.sandbox.mode == 'auto'\n"
         "jail = ('flow_core.verify._sandbox', 'flow_core.verify._jail', 'flow_core.verify._tree',\n"
-        "        'flow_core.verify._disk', 'flow_core.verify._scratch', 'flow_core._protocols')\n"
+        "        'flow_core.verify._disk', 'flow_core.verify._scratch', 'flow_core._protocols',\n"
+        "        'flow_core.verify._jail_argv', 'flow_core.verify._jail_root', 'ctypes.util')\n"
         "loaded_jail = [m for m in jail if m in sys.modules]\n"
         "assert loaded_jail == [], loaded_jail\n"
     )

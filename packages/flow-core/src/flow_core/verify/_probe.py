@@ -18,7 +18,7 @@ from flow_core._errors import ConfigError
 from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify._cgroup import cgroup_parents
-from flow_core.verify._jail_argv import TMP, CheckUser, check_user, jail_flags
+from flow_core.verify._jail_user import TMP, CheckUser, check_user, jail_flags
 from flow_core.verify._seccomp import seccomp_program
 
 __all__ = [

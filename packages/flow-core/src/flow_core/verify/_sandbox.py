@@ -23,7 +23,7 @@ what ``run_check`` starts, according to ``[sandbox]`` (``flow_core.config._sandb
    ``/tmp`` stays visible), then ``--ro-bind`` over it, from the workspace, ``.git``, the
    virtualenvs and dependency folders, and every protected path that exists.
 
-Privilege (``_jail_argv.CheckUser``): as root the check runs as ``sandbox.check_uid`` and
+Privilege (``_jail_user.CheckUser``): as root the check runs as ``sandbox.check_uid`` and
 ``check_gid`` through ``setpriv`` inside the jail, with no capability and ``no_new_privs``;
 as another user bubblewrap's user namespace keeps no capability and refuses nested ones.
 
