@@ -51,6 +51,19 @@ def test_main_returns_exit_codes_in_process(capsys) -> None:
     assert "no-such-command" in capsys.readouterr().err
 
 
+def test_the_console_entry_freezes_what_is_left_and_flow_cli_main_does_not() -> None:
+    """``flow`` (``flow_cli.__main__:main``) exits right after the command, so it freezes the
+    objects left (``gc.freeze``: the interpreter's exit skips the cycle search); an
+    in-process caller of ``flow_cli.main`` keeps its collector untouched."""
+    code = (
+        "import gc, flow_cli, flow_cli.__main__ as entry\n"
+        "assert flow_cli.main(['--version']) == 0 and gc.get_freeze_count() == 0\n"
+        "assert entry.main(['--version']) == 0 and gc.get_freeze_count() > 0\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
 def test_click_level_exit_codes_are_flow_cores() -> None:
     import flow_cli._cli
     from flow_core import EXIT_CODES
