@@ -39,7 +39,13 @@ from flow_core.run._fence import fence
 from flow_core.run._guided import guided_format, probe_format, probe_messages, probe_passed
 from flow_core.run._lint_scope import excluded_by_config, is_ruff
 from flow_core.run._loop import RoleSpec, guarded, run_role
-from flow_core.run._prompts import coder_prompt, feedback_text, planner_prompt, reviewer_prompt
+from flow_core.run._prompts import (
+    ReviewEvidence,
+    coder_prompt,
+    feedback_text,
+    planner_prompt,
+    reviewer_prompt,
+)
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
@@ -390,11 +396,13 @@ class RunDriver:
             checks,
             self.changes.diff(),
             limit=self.config.agent.max_context_chars,
-            tests_changed=sorted(evidence.tests_changed),
-            weak=[n for n, c in self.config.checks.items() if is_weak(c)],
-            fail_to_pass=(evidence.fail_to_pass, evidence.fail_to_pass_rejected)
-            if self.config.agent.allow_test_edits
-            else None,
+            evidence=ReviewEvidence(
+                tests_changed=sorted(evidence.tests_changed),
+                weak=[n for n, c in self.config.checks.items() if is_weak(c)],
+                fail_to_pass=(evidence.fail_to_pass, evidence.fail_to_pass_rejected)
+                if self.config.agent.allow_test_edits
+                else None,
+            ),
         )
         outcome = self._role("reviewer", user, cycle=cycle, response_format=REVIEW_SCHEMA)
         if not outcome.completed:

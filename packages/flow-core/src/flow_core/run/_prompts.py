@@ -8,6 +8,7 @@ the reviewer judges. Sizes are in characters.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flow_core.run._fence import DATA_NOTICE, fence
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FEEDBACK_TAIL_CHARS",
+    "ReviewEvidence",
     "checks_text",
     "coder_prompt",
     "feedback_text",
@@ -57,6 +59,24 @@ def coder_prompt(
     return text
 
 
+@dataclass(frozen=True)
+class ReviewEvidence:
+    """What the host found beyond the checks, for the reviewer (``docs/architecture.md``,
+    "The evidence run").
+
+    Attributes:
+        tests_changed: test and harness files the model changed or added (workspace paths).
+        weak: test checks whose pass rests on the exit status alone (check names).
+        fail_to_pass: with the operator's consent to test edits, ``(counted, rejected)``: the
+            changed or new tests that failed without the change and pass with it, and those
+            that did not count with why (``run/_fail_to_pass.py``); None without consent.
+    """
+
+    tests_changed: Sequence[str] = ()
+    weak: Sequence[str] = ()
+    fail_to_pass: tuple[Sequence[str], Sequence[str]] | None = None
+
+
 def reviewer_prompt(
     task: str,
     plan: str | None,
@@ -64,19 +84,16 @@ def reviewer_prompt(
     diff: str,
     *,
     limit: int,
-    tests_changed: Sequence[str] = (),
-    weak: Sequence[str] = (),
-    fail_to_pass: tuple[Sequence[str], Sequence[str]] | None = None,
+    evidence: ReviewEvidence = ReviewEvidence(),
 ) -> str:
     """The reviewer's user message; the diff is cut to a third of ``limit`` characters.
 
     Besides the task, the plan, the checks' statuses and the diff it carries the evidence the
-    host gathered (``docs/architecture.md``, "The evidence run"): the baseline tests that now
-    pass, the test and harness files the model changed or added (which decided nothing), the
-    test checks whose pass rests on the exit status alone and, with the operator's consent to
-    test edits, ``fail_to_pass``: the changed or new tests that failed without the change and
-    pass with it, and those that did not count with why (``run/_fail_to_pass.py``). Test ids
-    and paths are workspace text, so that block is fenced like the diff (``run/_fence.py``).
+    host gathered (``ReviewEvidence``): the baseline tests that now pass, the test and harness
+    files the model changed or added (which decided nothing), the test checks whose pass rests
+    on the exit status alone and, with the operator's consent to test edits, which changed or
+    new tests fail without the change and pass with it. Test ids and paths are workspace text,
+    so that block is fenced like the diff (``run/_fence.py``).
     """
     cap = max(1_000, limit // 3)
     if len(diff) > cap:
@@ -85,24 +102,20 @@ def reviewer_prompt(
         f"- {r.name} ({r.kind}, {'required' if r.required else 'optional'}): {r.status}"
         for r in checks
     )
-    evidence = _evidence_block(checks, tests_changed, weak, fail_to_pass)
+    host = _evidence_block(checks, evidence)
     # The plan was written from workspace files and the diff is workspace text: both are
     # fenced as data with ids the coder never saw (_fence.py).
     return (
         f"{DATA_NOTICE}\n\nTask:\n{task}\n\nPlan:\n{fence('plan', plan or '')}\n\n"
         f"Checks run by the host:\n{summary}\n\n"
-        f"Evidence gathered by the host:\n{evidence}\n\n"
+        f"Evidence gathered by the host:\n{host}\n\n"
         f"Diff:\n{fence('diff', diff) if diff else '(no changes)'}\n\n"
         "Reply with the JSON review object only."
     )
 
 
-def _evidence_block(
-    checks: Sequence[CheckResult],
-    tests_changed: Sequence[str],
-    weak: Sequence[str],
-    fail_to_pass: tuple[Sequence[str], Sequence[str]] | None,
-) -> str:
+def _evidence_block(checks: Sequence[CheckResult], evidence: ReviewEvidence) -> str:
+    tests_changed, weak, fail_to_pass = evidence.tests_changed, evidence.weak, evidence.fail_to_pass
     fixed = [f"{r.name}: {t}" for r in checks for t in r.fixed_tests]
     lines = [
         "Baseline tests that failed before and pass now: "
