@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from flow_core.tools._lines import line_starts, split_lines, split_lines_keepends
 from flow_core.tools._outline import outline
 from flow_core.tools._read import READ_LINE_CAP, READ_MAX_CHARS, read_window
-from flow_core.tools._search import SearchError, search
+from flow_core.tools._search import Query, SearchError, search
 from flow_core.tools._toolbox import ToolBox, ToolLedger
 from flow_safeio import Workspace
 
@@ -213,14 +213,14 @@ def test_match_deep_in_a_long_line_is_shown_with_its_column(ws: Workspace) -> No
 def test_bad_regex_and_catastrophic_regex_are_bounded(tmp_path: Path) -> None:
     files = {"evil.txt": ("a" * 40 + "!\n").encode()}
     with pytest.raises(SearchError) as bad:
-        search(files, files.__getitem__, "(a|b", regex=True)
+        search(files, files.__getitem__, Query("(a|b", regex=True))
     assert bad.value.code == "search_bad_regex"
     with pytest.raises(SearchError) as slow:
-        search(files, files.__getitem__, "(a+)+$", regex=True, timeout_s=0.5)
+        search(files, files.__getitem__, Query("(a+)+$", regex=True), timeout_s=0.5)
     assert slow.value.code == "search_timeout"
     # Negative control: the same pattern on short input finishes in the child.
     short = {"ok.txt": b"aaa\n"}
-    assert search(short, short.__getitem__, "(a+)+$", regex=True) == "ok.txt:1:1: aaa"
+    assert search(short, short.__getitem__, Query("(a+)+$", regex=True)) == "ok.txt:1:1: aaa"
 
 
 def test_search_skips_binary_and_caps_matches(ws: Workspace) -> None:

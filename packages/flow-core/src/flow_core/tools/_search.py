@@ -37,6 +37,7 @@ __all__ = [
     "MAX_SEARCH_MATCHES",
     "REGEX_TIMEOUT_S",
     "SEARCH_LINE_CAP",
+    "Query",
     "SearchError",
     "search",
 ]
@@ -165,13 +166,21 @@ def _show(line: str, start: int, end: int) -> str:
     return ("…" if left else "") + line[left:right] + ("…" if right < len(line) else "")
 
 
+@dataclass(frozen=True)
+class Query:
+    """What ``search_text`` looks for: ``text``, literal or a Python regular expression
+    (``regex``), matched one line at a time, case-insensitively with ``ignore_case``."""
+
+    text: str
+    regex: bool = False
+    ignore_case: bool = False
+
+
 def search(
     paths: Iterable[str],
     read: Callable[[str], bytes],
-    query: str,
+    query: Query,
     *,
-    regex: bool = False,
-    ignore_case: bool = False,
     context: int = 0,
     limit: int = MAX_SEARCH_MATCHES,
     timeout_s: float = REGEX_TIMEOUT_S,
@@ -181,8 +190,7 @@ def search(
     Args:
         paths: workspace-relative files, in the order to search.
         read: returns a file's bytes; an ``OSError`` skips the file.
-        query: a literal string, or a Python regular expression when ``regex``.
-        regex / ignore_case: how ``query`` matches (one line at a time).
+        query: the text and how it matches (``Query``).
         context: lines shown before and after each match (0..``MAX_CONTEXT_LINES``).
         limit: most matches (1..``MAX_SEARCH_MATCHES``).
         timeout_s: seconds a regular-expression search may run (its process is then killed).
@@ -190,7 +198,8 @@ def search(
     Raises:
         SearchError: ``tool_invalid_arguments``, ``search_bad_regex`` or ``search_timeout``.
     """
-    rx = _compile(query, regex=regex, ignore_case=ignore_case)
+    regex = query.regex
+    rx = _compile(query.text, regex=regex, ignore_case=query.ignore_case)
     context = max(0, min(context, MAX_CONTEXT_LINES))
     names: list[str] = []
     texts: list[str] = []

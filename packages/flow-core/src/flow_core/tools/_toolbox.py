@@ -70,6 +70,7 @@ from flow_core.tools._schemas import TOOL_SCHEMAS, editor_function_schema, funct
 from flow_core.tools._search import (
     MAX_SEARCH_BYTES,
     MAX_SEARCH_MATCHES,
+    Query,
     SearchError,
     search,
 )
@@ -393,9 +394,7 @@ class ToolBox:
         return search(
             self._files_under(prefix),
             self.workspace.read_bytes,
-            query,
-            regex=bool_arg(args, "regex"),
-            ignore_case=bool_arg(args, "ignore_case"),
+            Query(query, bool_arg(args, "regex"), bool_arg(args, "ignore_case")),
             context=context,
             limit=limit,
         )
