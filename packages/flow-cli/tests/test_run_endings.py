@@ -143,3 +143,46 @@ def test_no_record_says_running_for_a_dead_process(
     assert json.loads(meta.read_text())["status"] == "abandoned"
     assert (repo / "calc.py").read_text() == FIXED
     assert "+    return a + b  # checked" in env.flow("show", run["id"], "--diff").stdout
+
+
+class _Held(threading.Event):
+    """A hold for the fake server that tells when the request it holds has arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.arrived.set()
+        return super().wait(timeout)
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_term_while_the_server_holds_the_model_list_ends_at_once(
+    env, h, tmp_path: Path, repo: Path, state: Path, fake_ollama, command: str
+) -> None:
+    """The model preflight's ``GET /api/tags`` comes before the run's first request; a server
+    busy generating for another client holds it (llama.cpp's Python server does). SIGTERM
+    then ends the command as interrupted, without waiting for the server. Before, the stop
+    found no run to stop: the listing waited, and the run then went on to its verdict."""
+    from flow_testing.model_server import Reply
+
+    fake = fake_ollama(h.calc_script(FIXED, {}))
+    held = _Held()
+    tags = json.dumps({"models": [{"name": m, "model": m} for m in fake.models]}).encode()
+    fake.queue("GET", "/api/tags", Reply(200, [tags], hold=held))
+    cfg = h.calc_config(tmp_path, repo, fake.url)
+    argv = ["fix add"] if command == "run" else []
+    proc = env.popen(command, "--trusted", "--config", str(cfg), *argv)
+    try:
+        assert held.arrived.wait(60), "flow never asked the server for its models"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        held.set()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["status"] == "interrupted"
+    assert (repo / "calc.py").read_text() == ORIGINAL

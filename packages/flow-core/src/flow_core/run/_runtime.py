@@ -12,6 +12,7 @@ a reference to the latest one only for ``interrupt`` and ``rollback``. An isolat
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -119,8 +120,8 @@ class Runtime:
         from flow_core.verify._probe import require_sandbox
 
         require_sandbox(self.config.sandbox)
-        missing = model_preflight(self.config, self._list_models_quietly)
         run = self._new_run(checking=True)
+        missing = model_preflight(self.config, functools.partial(self._listed_models, run))
         if missing:
             run.state.errors.extend(missing)
             return run.report("check", "error", ok=False)
@@ -144,7 +145,10 @@ class Runtime:
         """
         problems = preflight(self.config, task=task, trusted=self.trusted)
         if not problems:
-            problems = model_preflight(self.config, self._list_models_quietly)
+            asking = self._new_run(task)  # interrupt() stops the model listing through it
+            problems = model_preflight(self.config, functools.partial(self._listed_models, asking))
+            if asking.state.stop:
+                return asking.report("run", "interrupted", ok=False)
         if problems:
             run = self._new_run(task)
             run.state.errors.extend(problems)
@@ -267,6 +271,19 @@ class Runtime:
             )
             for role in ROLES
         }
+
+    def _listed_models(self, run: Run) -> list[str]:
+        """``list_models`` for the model preflight, abandoned (listing nothing) when ``run``
+        is asked to stop or reaches its ``max_seconds`` (``run/_loop.guarded``): a server busy
+        generating for another client can hold ``GET /models`` for minutes (llama.cpp's
+        Python server answers it only between generations)."""
+        from flow_core.run._loop import guarded
+        from flow_core.run._state import Interrupted, RunEnded
+
+        try:
+            return guarded(run.state, self._list_models_quietly, name="flow-preflight-models")
+        except (Interrupted, RunEnded):
+            return []
 
     def _list_models_quietly(self) -> list[str]:
         """``list_models`` for the preflight; a backend that cannot be built lists nothing."""
