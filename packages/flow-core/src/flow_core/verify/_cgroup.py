@@ -204,11 +204,22 @@ class CheckCgroup:
         return out
 
     def _empty(self) -> bool:
-        """Whether no process is in any of the cgroups."""
+        """Whether no process is in any of the cgroups and none is still counted there.
+
+        A process that ran in the check's pid namespace can stay counted in ``pids.current``
+        for seconds after it left ``cgroup.procs`` (seen here after every jailed check, one
+        per check); a set taken then would refuse the next check's forks, bubblewrap's own
+        start included: a ``limit`` that check never caused.
+        """
         try:
-            return not any(Path(p, "cgroup.procs").read_text().strip() for p, _, _ in self._dirs)
+            for path, _, controllers in self._dirs:
+                if Path(path, "cgroup.procs").read_text().strip():
+                    return False
+                if "pids" in controllers and Path(path, "pids.current").read_text().strip() != "0":
+                    return False
         except OSError:
             return False
+        return True
 
     def _limit(self, path: str, version: int, values: dict[str, float], monitor: bool) -> None:
         """Write the limits of ``path``'s controllers (only what changed); raises OSError."""
@@ -282,10 +293,12 @@ def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgro
     """The check's cgroups with their limits written; never raises.
 
     A set an earlier check of this process handed back (``CheckCgroup.close``) is taken when
-    it has the same layout and holds no process; its limits are rewritten where they differ
-    and its counters read from where they stand. Making and removing a cgroup costs the
-    kernel far more than a check's own start (a memory cgroup above all); a set is removed
-    when this process exits, and a killed Flow's sets by the next Flow (``sweep_once``).
+    it has the same layout and holds and counts no process (``pids.current`` 0: a process
+    that left a pid namespace can stay counted for seconds after it exited); its limits are
+    rewritten where they differ and its counters read from where they stand. Making and
+    removing a cgroup costs the kernel far more than a check's own start (a memory cgroup
+    above all); a set is removed when this process exits, and a killed Flow's sets by the
+    next Flow (``sweep_once``).
 
     Args:
         values: ``{controller: limit}``: ``pids`` (processes), ``memory`` (MiB), ``cpu``
