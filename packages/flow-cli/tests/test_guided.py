@@ -108,16 +108,12 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
     )
     first_coder, second_coder = [r for r in fake.requests if _role(r) == "coder"]
     choices = _choices(first_coder)
-    # No answer before the coder's first write; no search (no task identifier is in a file).
-    assert set(choices) == {
-        "list_files",
-        "read_file",
-        "outline",
-        "write_file",
-        "edit_file",
-        "run_check",
-    }
+    # No answer before the coder's first write; no search (no task identifier is in a file);
+    # no check: the first message holds the baseline's results of both.
+    assert set(choices) == {"list_files", "read_file", "outline", "write_file", "edit_file"}
     assert "" in _choices(second_coder)
+    # After the write the checks may run again.
+    assert _choices(second_coder)["run_check"][0]["name"]["enum"] == ["unit", "compile"]
     # The guided coder's instructions; the file the task names, numbered as read_file shows
     # it, is in the first prompt.
     assert "numbered lines" in first_coder["messages"][0]["content"]
@@ -149,7 +145,9 @@ def test_guided_on_constrains_each_reply_to_a_call_or_an_answer(
         "type": "string",
         "enum": ["calc.py", "notes.md"],
     }
-    assert choices["run_check"][0]["name"]["enum"] == ["unit", "compile"]
+    assert "The checks as the host ran them before any change" in user
+    assert "check unit: passed\nexit code: 0" in user
+    assert "check compile: passed\nexit code: 0" in user
     # The planner's read-only choices; no probe was sent under "on".
     (planner,) = [r for r in fake.requests if _role(r) == "planner"]
     assert "write_file" not in _choices(planner)
@@ -211,3 +209,57 @@ def test_a_guided_role_can_only_answer_on_its_last_turn(
     (answer,) = coder[-1]["format"]["anyOf"]
     assert answer["properties"]["answer"]["maxLength"] == 1_000
     assert [(c["name"], c["ok"]) for c in report["tool_calls"]] == [("read_file", True)] * 3
+
+
+def _test_editor(request: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """A server that, as the coder, edits the first file it may edit, then answers."""
+    role = _role(request)
+    if role == "reviewer":
+        return json.dumps({"approved": True, "summary": "fine", "findings": []}), []
+    choices = _choices(request)
+    if role == "planner" or "edit_file" not in choices:
+        return json.dumps({"answer": "Done."}), []
+    edit = choices["edit_file"][0]
+    old = edit["old_text"]["enum"][0]
+    args = {"path": edit["path"]["const"], "old_text": old, "new_text": old + "  # seen"}
+    return json.dumps({"tool": "edit_file", "arguments": args}), []
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["tests-fixed", "test-edits-allowed"])
+def test_a_guided_coder_may_change_test_files_only_where_test_edits_count(
+    env, h, tmp_path, workspace, fake_ollama, allowed
+) -> None:
+    """With a pytest check, the evidence run puts the test files back: without
+    ``--allow-test-edits`` they are shown and readable but offered to no edit or write."""
+    pytest.importorskip("pytest")
+    (workspace / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add() -> None:\n    assert add(2, 3) == 6\n"
+    )
+    fake = fake_ollama(_test_editor)
+    tests = h.check_table("tests", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
+    extra = '\n[ollama.options]\nguided = "on"\n'
+    cfg = h.operator_config(
+        tmp_path / "op.toml", workspace, base_url=fake.url, checks=tests + extra
+    )
+    args = ["--allow-test-edits"] if allowed else []
+    task = "add(2, 3) must be 6 so that test_calc.py passes; fix calc.py"
+    result = env.flow("run", task, "--config", str(cfg), "--trusted", *args)
+    assert result.code in (0, 1), result.stderr
+    first = next(r for r in fake.requests if _role(r) == "coder")
+    choices = _choices(first)
+    edited = {c["path"]["const"] for c in choices["edit_file"] if "const" in c["path"]}
+    written = choices["write_file"][0]["path"]["anyOf"][0]["enum"]
+    if allowed:
+        assert edited == {"calc.py", "test_calc.py"}
+        assert set(written) == {"calc.py", "test_calc.py"}
+    else:
+        assert edited == {"calc.py"}
+        assert written == ["calc.py"]
+    # Both shown whole in the first message (nothing left to read), with the baseline's
+    # failing test output (no check left to run before a change).
+    assert "read_file" not in choices
+    user = first["messages"][1]["content"]
+    assert "test_calc.py: lines 1-5 of 5" in user
+    assert "check tests: failed" in user
+    assert "assert 5 == 6" in user
+    assert "run_check" not in choices

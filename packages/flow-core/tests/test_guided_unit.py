@@ -36,6 +36,7 @@ def _choices(
     *,
     task: str = "",
     first: tuple[str, ...] | list[str] = (),
+    fixed: Any = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """The guided schema's argument schemas by tool name, for a workspace holding ``files``
     (each tool's ``required`` list under the key ``"required"``)."""
@@ -43,7 +44,9 @@ def _choices(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     with Workspace(tmp_path) as ws:
-        schema = guided_format(list(TOOL_SCHEMAS.values()), ws, done, task=task, first=first)
+        schema = guided_format(
+            list(TOOL_SCHEMAS.values()), ws, done, task=task, first=first, fixed=fixed
+        )
     out: dict[str, list[dict[str, Any]]] = {}
     for choice in schema["anyOf"]:
         props = choice["properties"]
@@ -328,3 +331,20 @@ def test_a_newline_inside_a_guided_string_still_makes_a_call() -> None:
     assert "\n" in raw
     (call,) = unwrap(ChatResponse(raw)).tool_calls
     assert (call.name, call.arguments) == ("write_file", {"path": "a.py", "content": "x = 1\n"})
+
+
+def test_a_fixed_file_is_read_but_never_offered_to_an_edit_or_a_write(tmp_path: Path) -> None:
+    files = {"calc.py": "x = 1\n", "test_calc.py": "assert x == 1\n", "big/data.txt": "d" * 70_000}
+    choices = _choices(tmp_path, files, fixed=lambda p: p.startswith("test_"))
+    edits = [c["path"].get("const") or c["path"].get("enum") for c in choices["edit_file"]]
+    assert edits == ["calc.py", ["big/data.txt"]]
+    assert sorted(choices["write_file"][0]["path"]["anyOf"][0]["enum"]) == [
+        "big/data.txt",
+        "calc.py",
+    ]
+    reads = [c["path"].get("const") or c["path"].get("enum") for c in choices["read_file"]]
+    assert "test_calc.py" in reads
+    # Nothing the role may change: no edit at all, and a write only makes a new file.
+    everything = _choices(tmp_path, {}, fixed=lambda p: True)
+    assert "edit_file" not in everything
+    assert set(everything["write_file"][0]["path"]) == {"type", "pattern"}

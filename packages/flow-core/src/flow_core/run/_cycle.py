@@ -49,7 +49,7 @@ from flow_core.run._prompts import (
 from flow_core.run._reporting import blocked_verification
 from flow_core.run._review import REVIEW_SCHEMA, validate_review
 from flow_core.run._state import Interrupted, RoleOutcome, RunEnded, RunState
-from flow_core.tools._map import MAP_CHARS, file_views, project_map, task_files
+from flow_core.tools._map import MAP_CHARS, check_views, file_views, project_map, task_files
 from flow_core.verify import (
     DOC_KEY,
     STATIC_KINDS,
@@ -188,16 +188,7 @@ class RunDriver:
                 user += "\n\n" + fence("project map", found)
             shown: tuple[ToolCall, ...] = ()
             if guided is not None and map_for is not None and tools:
-                views = file_views(toolbox.workspace, map_for, budget=budget)
-                if views:
-                    user += "\n\nThe files the task concerns, as read_file shows them:\n"
-                    user += "\n\n".join(v.text for v in views)
-                # A file shown whole is read already: guided replies offer no whole read of it.
-                shown = tuple(
-                    ToolCall(f"shown-{i}", "read_file", {"path": v.path})
-                    for i, v in enumerate(views)
-                    if v.whole
-                )
+                user, shown = self._first_views(toolbox, user, map_for, budget)
             spec = RoleSpec(
                 role=role,
                 model=model,
@@ -214,6 +205,34 @@ class RunDriver:
             return run_role(self.state, self.backend, self.config.agent, spec)
         except RunEnded as ended:
             return RoleOutcome(False, failure=ended.code)
+
+    def _first_views(
+        self, toolbox: ToolBox, user: str, task: str, budget: int
+    ) -> tuple[str, tuple[ToolCall, ...]]:
+        """A guided role's first message and the calls it already answers: the numbered
+        lines of the task's files (``file_views``; a file shown whole counts as read) and,
+        before any change, the baseline's check results as ``run_check`` shows them
+        (``check_views``; each counts as run until the first write), each within ``budget``
+        characters (``docs/architecture.md``, "Guided tool calls")."""
+        views = file_views(toolbox.workspace, task, budget=budget)
+        if views:
+            user += "\n\nThe files the task concerns, as read_file shows them:\n"
+            user += "\n\n".join(v.text for v in views)
+        shown = [
+            ToolCall(f"shown-{i}", "read_file", {"path": v.path})
+            for i, v in enumerate(views)
+            if v.whole
+        ]
+        names = toolbox.check_names if "run_check" in toolbox.names else ()
+        if not self.run.changes.pre:  # the workspace is still the baseline's tree
+            results = self.run.evidence.guard.results
+            checks = check_views({n: results[n] for n in names if n in results}, budget=budget)
+            if checks:
+                user += "\n\nThe checks as the host ran them before any change (run_check "
+                user += "shows the same until a file changes):\n"
+                user += "\n\n".join(text for _, text in checks)
+            shown += [ToolCall(f"shown-{n}", "run_check", {"name": n}) for n, _ in checks]
+        return user, tuple(shown)
 
     def _guided(
         self, model: str, options: Mapping[str, Any], toolbox: ToolBox, task: str
@@ -249,8 +268,36 @@ class RunDriver:
             return None
         first = task_files(toolbox.workspace, task) if task else []
         return functools.partial(
-            guided_format, toolbox.schemas, toolbox.workspace, task=task, first=first
+            guided_format,
+            toolbox.schemas,
+            toolbox.workspace,
+            task=task,
+            first=first,
+            fixed=self._fixed(),
         )
+
+    def _fixed(self) -> Callable[[str], bool] | None:
+        """The paths a guided role is not offered to change (``guided_format``'s ``fixed``):
+        without ``agent.allow_test_edits``, the test harness of a pytest check (its test
+        files, ``conftest.py``, pytest's configuration files: ``verify/_harness.py``), which
+        the evidence run puts back to its baseline bytes, so a change there decides nothing
+        (``docs/architecture.md``, "The evidence run"). None: every file may change."""
+        from flow_core.verify._harness import baseline_test_files, is_harness_name
+        from flow_core.verify._results import pytest_position
+
+        pytest_checks = [
+            n for n, c in self.config.checks.items() if pytest_position(c.cmd) is not None
+        ]
+        if self.config.agent.allow_test_edits or not pytest_checks:
+            return None
+        evidence = self.run.evidence
+        files = set(evidence.plan.files) if evidence.plan is not None else set()
+        tests = {
+            path
+            for name in pytest_checks
+            for path in baseline_test_files(evidence.baseline.get(name), files)
+        }
+        return lambda path: path in tests or is_harness_name(path)
 
     def _cycle(self, task: str, cycle: int, feedback: str) -> Verification:
         """One coder → checks → reviewer → gate cycle (steps a-f of the module docstring)."""

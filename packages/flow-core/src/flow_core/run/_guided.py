@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from flow_core._protocols import ChatMessage, ChatResponse, ToolCall
@@ -70,6 +70,8 @@ MAX_GUIDED_LINES = 1_000
 MAX_LINE_FILE_BYTES = 64 * 1024
 #: Tools whose ``path`` must name an existing file.
 _EXISTING_FILE_TOOLS = frozenset({"read_file", "outline", "edit_file"})
+#: Tools that change the file their ``path`` names (``guided_format``'s ``fixed``).
+_CHANGING_TOOLS = frozenset({"edit_file", "write_file"})
 #: Tools given one choice per file, bound to that file's lines (``_per_file``).
 _LINE_TOOLS = frozenset({"read_file", "edit_file"})
 #: Most characters of a guided answer (``answer_limit``).
@@ -100,6 +102,7 @@ def guided_format(
     calls: bool = True,
     answer: bool = True,
     answer_chars: int | None = None,
+    fixed: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """The reply schema for a role offered ``schemas`` (function-tool form), in ``workspace``,
     after the calls ``done`` answered since the role's last write (ok or not).
@@ -134,6 +137,11 @@ def guided_format(
     identifiers) comes first in every list of files, so
     it is those files that get choices of their own.
 
+    ``fixed`` says which paths the role may read but not change: they are offered to neither
+    ``edit_file`` nor ``write_file`` (the test files, when the evidence run would put their
+    baseline bytes back: ``run/_cycle.py``), so a small model spends no turn on a change
+    that can decide nothing.
+
     ``calls=False`` allows only the answer (a role's last turn, whose calls would not run);
     ``answer=False`` allows only calls (a role that can write, before its first write).
     ``answer_chars`` bounds the answer's length (``maxLength``), so that it closes within the
@@ -146,6 +154,7 @@ def guided_format(
     files = head + [p for p in walked if p not in head]
     listed = files if len(files) <= MAX_GUIDED_FILES else []
     texts = _file_texts(workspace, listed)
+    unchangeable = {p for p in listed if fixed is not None and fixed(p)}
     # A file read whole since the last write is in the context: searching it or outlining it
     # tells nothing new.
     read = _read_whole(done)
@@ -158,7 +167,8 @@ def guided_format(
         function = schema.get("function", {})
         name = str(function.get("name", ""))
         params = dict(function.get("parameters") or {"type": "object", "properties": {}})
-        for args in _arguments(name, params, listed, texts, queries):
+        frozen = unchangeable if name in _CHANGING_TOOLS else set()
+        for args in _arguments(name, params, listed, texts, queries, frozen=frozen):
             path = (args.get("properties") or {}).get("path") or {}
             if name == "read_file" and isinstance(path, Mapping) and path.get("const") in seen:
                 continue
@@ -252,31 +262,43 @@ def _call(name: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def _arguments(
-    name: str, params: dict[str, Any], listed: list[str], texts: dict[str, str], queries: list[str]
+    name: str,
+    params: dict[str, Any],
+    listed: list[str],
+    texts: dict[str, str],
+    queries: list[str],
+    *,
+    frozen: set[str],
 ) -> list[dict[str, Any]]:
     """The argument schemas of one tool's choices (several where bound to files' lines; none
-    for a search with no query to offer)."""
+    for a search with no query to offer, or an edit with no file it may change); ``frozen``:
+    the listed files this tool may not name."""
     if name == "search_text" and listed:
         if not queries:
             return []
         return [_object({"query": {"type": "string", "enum": queries}})]
     if "path" not in (params.get("properties") or {}) or not listed:
         return [params]
+    allowed = [p for p in listed if p not in frozen]
     if name == "write_file":
-        new = {"type": "string", "pattern": new_path(listed)}
-        path = {"anyOf": [{"type": "string", "enum": listed}, new]}
+        new: dict[str, Any] = {"type": "string", "pattern": new_path(listed)}
+        path = {"anyOf": [{"type": "string", "enum": allowed}, new]} if allowed else new
         return [_with(params, path=path, content={"type": "string", "minLength": 1})]
     if name == "list_files":
         folders = sorted({""} | {p.rsplit("/", 1)[0] for p in listed if "/" in p})
         return [_with(params, path={"type": "string", "enum": folders})]
     if name not in _EXISTING_FILE_TOOLS:
         return [params]
-    found = {p: _per_file(name, params, p, texts[p]) for p in texts if name in _LINE_TOOLS}
+    found = {
+        p: _per_file(name, params, p, t)
+        for p, t in texts.items()
+        if name in _LINE_TOOLS and p in allowed
+    }
     out = [a for a in found.values() if a is not None]
-    rest = [p for p in listed if found.get(p) is None]
+    rest = [p for p in allowed if found.get(p) is None]
     if rest:
         out.append(_with(params, path={"type": "string", "enum": rest}))
-    return out or [params]
+    return out if out or frozen else [params]
 
 
 def _per_file(name: str, params: dict[str, Any], path: str, text: str) -> dict[str, Any] | None:

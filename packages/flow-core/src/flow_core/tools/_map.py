@@ -14,13 +14,15 @@ read through the workspace, so a file ``read_file`` would refuse is never outlin
 
 A guided coder (``run/_guided.py``) gets ``file_views`` instead: the numbered lines of the same
 files, in the same order, as ``read_file`` shows them, so a small model can go straight to an
-edit. ``task_files`` is that order, which guided replies also follow.
+edit. ``task_files`` is that order, which guided replies also follow. With them it gets the
+baseline's check results as ``run_check`` shows them (``check_view``), the end of a long
+output kept, so it need not spend turns running checks whose result Flow already has.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,12 +31,16 @@ from flow_core.tools._outline import outline
 from flow_core.tools._read import read_window
 
 if TYPE_CHECKING:
+    from flow_core._report import CheckResult
     from flow_safeio import Workspace
 
 __all__ = [
+    "CHECK_VIEW_CHARS",
     "MAP_CHARS",
     "MAX_MAP_FILES",
     "FileView",
+    "check_view",
+    "check_views",
     "file_views",
     "project_map",
     "task_files",
@@ -43,6 +49,8 @@ __all__ = [
 
 #: The map's default budget in characters (about 1,500 tokens).
 MAP_CHARS = 6_000
+#: Most characters of one check's output in a first message (``check_views``).
+CHECK_VIEW_CHARS = 1_500
 #: Most paths in the map's file list.
 MAX_MAP_FILES = 200
 #: The file list's share of the budget; the outlines get the rest.
@@ -98,6 +106,36 @@ def task_files(workspace: Workspace, task: str) -> list[str]:
     """The files related to ``task``, most related first (``_relevant``): those it names,
     then those that define its identifiers. Empty when none is."""
     return _relevant(workspace, list(workspace.walk(".", limit=_WALK_LIMIT)), task)
+
+
+def check_view(name: str, result: CheckResult, *, tail_chars: int) -> str:
+    """One check's result as ``run_check`` returns it to the model: ``check NAME: STATUS``,
+    the exit code, the error message, and the last ``tail_chars`` characters of the output
+    (``verify/_checks.py`` already keeps only the output's tail)."""
+    lines = [f"check {name}: {result.status}"]
+    if result.exit_code is not None:
+        lines.append(f"exit code: {result.exit_code}")
+    if result.error is not None:
+        lines.append(result.error.message)
+    if result.output_tail:
+        lines.append("output (tail):\n" + result.output_tail[-tail_chars:])
+    return "\n".join(lines)
+
+
+def check_views(results: Mapping[str, CheckResult], *, budget: int) -> list[tuple[str, str]]:
+    """``(name, view)`` for each of ``results`` (check name -> result, in order) as
+    ``check_view`` renders it with at most ``CHECK_VIEW_CHARS`` of output, while the views
+    fit ``budget`` characters in all (a check that does not fit and those after it are left
+    out)."""
+    out: list[tuple[str, str]] = []
+    room = budget
+    for name, result in results.items():
+        view = check_view(name, result, tail_chars=CHECK_VIEW_CHARS)
+        if len(view) + 2 > room:
+            break
+        out.append((name, view))
+        room -= len(view) + 2
+    return out
 
 
 @dataclass(frozen=True)

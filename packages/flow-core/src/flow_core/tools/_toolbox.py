@@ -50,6 +50,7 @@ from flow_core.tools._calls import (
     str_arg,
 )
 from flow_core.tools._edit import ambiguous_message, match_lines, no_match_message
+from flow_core.tools._map import check_view
 from flow_core.tools._modules import (
     git_exclude,
     installed_top_level,
@@ -93,6 +94,9 @@ __all__ = [
     "ToolLedger",
     "ToolOutcome",
 ]
+
+#: The most characters of a check's output a ``run_check`` result holds (its tail).
+CHECK_TAIL_CHARS = 8_000
 
 
 class ToolBox:
@@ -142,14 +146,15 @@ class ToolBox:
         self._run_check = run_check
         self._before_write = before_write
         self._after_write = after_write
-        self._check_names = tuple(check_names)
+        #: The checks ``run_check`` may name, in config order.
+        self.check_names: tuple[str, ...] = tuple(check_names)
         specs: dict[str, Mapping[str, Any]] = {}
         for spec in editor_schemas if editor is not None else ():
             specs.setdefault(str(spec.get("name", "")), spec)
         granted = role_tools(
             role,
             trusted=trusted,
-            has_checks=bool(self._check_names) and run_check is not None,
+            has_checks=bool(self.check_names) and run_check is not None,
             editor_tools=specs,
         )
         own: dict[str, Callable[[Mapping[str, Any]], ToolOutcome | str]] = {
@@ -181,7 +186,7 @@ class ToolBox:
         return function_schema(
             "run_check",
             "Run one of the operator's named checks and see its result.",
-            {"name": {"type": "string", "enum": list(self._check_names)}},
+            {"name": {"type": "string", "enum": list(self.check_names)}},
             ["name"],
         )
 
@@ -438,24 +443,17 @@ class ToolBox:
 
     def _run_named_check(self, args: Mapping[str, Any]) -> ToolOutcome:
         name = str_arg(args, "name")
-        if name not in self._check_names or self._run_check is None:
+        if name not in self.check_names or self._run_check is None:
             raise ToolError(
                 "check_unknown",
-                f"no configured check named {name!r}; configured: {', '.join(self._check_names)}",
+                f"no configured check named {name!r}; configured: {', '.join(self.check_names)}",
             )
         result = self._run_check(name)
-        lines = [f"check {name}: {result.status}"]
-        if result.exit_code is not None:
-            lines.append(f"exit code: {result.exit_code}")
-        if result.error is not None:
-            lines.append(result.error.message)
-        if result.output_tail:
-            lines.append("output (tail):\n" + result.output_tail[-8000:])
         ok = result.status == "passed"
         return ToolOutcome(
             id="",
             ok=ok,
-            content="\n".join(lines),
+            content=check_view(name, result, tail_chars=CHECK_TAIL_CHARS),
             error=None if ok else (result.error.code if result.error else result.status),
             check=result,
         )

@@ -37,6 +37,7 @@ __all__ = [
     "HarnessSplit",
     "baseline_test_files",
     "changed_tests",
+    "is_harness_name",
     "is_test_file",
     "judge_fail_to_pass",
     "plugin_modules",
@@ -62,6 +63,13 @@ def is_test_file(path: str) -> bool:
     """Whether pytest's default ``python_files`` (``test_*.py``, ``*_test.py``) match ``path``."""
     name = PurePosixPath(path).name
     return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def is_harness_name(path: str) -> bool:
+    """Whether ``path`` is harness by its name alone, whatever the workspace holds: a test
+    file (``is_test_file``), a ``conftest.py`` or a pytest-only configuration file."""
+    name = PurePosixPath(path).name
+    return name == "conftest.py" or name in PYTEST_CONFIG_NAMES or is_test_file(path)
 
 
 def baseline_test_files(results: JUnitResults | None, files: Collection[str]) -> set[str]:
@@ -190,12 +198,7 @@ def split_changes(
             harness = _pytest_section(name, before) != _pytest_section(name, now)
         else:
             harness = (
-                name == "conftest.py"
-                or name in PYTEST_CONFIG_NAMES
-                or is_test_file(path)
-                or path in tests
-                or path in on_the_way
-                or path in plugins
+                is_harness_name(path) or path in tests or path in on_the_way or path in plugins
             )
         if not harness:
             split.overlay[path] = now
