@@ -98,6 +98,8 @@ def test_a_small_file_bounds_read_lines_and_edit_old_text_to_its_own_lines(tmp_p
         (".hidden", False),
         ("a b.py", False),
         ("", False),
+        ("x" * 64, True),
+        ("x" * 65, False),  # a small model ran a path on to the reply cap
     ],
 )
 def test_a_new_path_is_relative(path: str, ok: bool) -> None:
@@ -348,3 +350,22 @@ def test_a_fixed_file_is_read_but_never_offered_to_an_edit_or_a_write(tmp_path: 
     everything = _choices(tmp_path, {}, fixed=lambda p: True)
     assert "edit_file" not in everything
     assert set(everything["write_file"][0]["path"]) == {"type", "pattern"}
+
+
+def test_a_one_line_edit_closes_within_the_reply_cap(tmp_path: Path) -> None:
+    (tmp_path / "calc.py").write_text("x = 1\n")
+    (tmp_path / "big.txt").write_text("d" * 70_000)
+    with Workspace(tmp_path) as ws:
+        schema = guided_format([TOOL_SCHEMAS["edit_file"]], ws, answer_chars=240)
+    edits = {
+        json.dumps(c["properties"]["arguments"]["properties"]["path"]): c["properties"][
+            "arguments"
+        ]["properties"]
+        for c in schema["anyOf"]
+        if "tool" in c["properties"]
+    }
+    one_line = edits[json.dumps({"type": "string", "const": "calc.py"})]
+    assert one_line["new_text"]["maxLength"] == 120  # half the answer's bound
+    # An edit of a file not bound to its lines may replace many lines: no bound.
+    (free,) = [e for e in edits.values() if "enum" in e["path"]]
+    assert "maxLength" not in free["new_text"]

@@ -84,8 +84,9 @@ MIN_OLD_CHARS = 3
 _ONE_ENUM = {"list_files": "path", "outline": "path", "run_check": "name", "search_text": "query"}
 #: Most task identifiers offered as ``search_text`` queries.
 MAX_QUERIES = 30
-#: A new file's path: relative, starting with a letter, digit or ``_`` (no ``"`` or ``\\``).
-NEW_PATH = "^[A-Za-z0-9_][A-Za-z0-9_./-]*$"
+#: A new file's path: relative, starting with a letter, digit or ``_`` (no ``"`` or ``\\``),
+#: at most 64 characters before its extension (a small model ran a path to the reply cap).
+NEW_PATH = "^[A-Za-z0-9_][A-Za-z0-9_./-]{0,63}$"
 #: Most file extensions a new file's path may end in (``new_path``).
 MAX_NEW_KINDS = 30
 #: The value the ``auto`` probe's schema requires: no model writes it unconstrained.
@@ -132,7 +133,8 @@ def guided_format(
     left out (a file read whole is not offered to ``outline`` either, nor to ``read_file``
     when that read showed all of it: ``_one_read``); ``write_file``'s
     ``path`` is an existing file or a new relative path with an extension the project's
-    files have (``new_path``), and its ``content`` is not empty. ``first``
+    files have (``new_path``; at most 64 characters before the extension), and its
+    ``content`` is not empty. ``first``
     (``tools/_map.task_files``: the files the task names, then those defining its
     identifiers) comes first in every list of files, so
     it is those files that get choices of their own.
@@ -145,7 +147,8 @@ def guided_format(
     ``calls=False`` allows only the answer (a role's last turn, whose calls would not run);
     ``answer=False`` allows only calls (a role that can write, before its first write).
     ``answer_chars`` bounds the answer's length (``maxLength``), so that it closes within the
-    reply cap instead of being cut there (``answer_limit``).
+    reply cap instead of being cut there (``answer_limit``), and a one-line edit's new text to
+    half of it (``_bounded``).
     """
     if not calls:
         return {"anyOf": [_answer(answer_chars)]}
@@ -174,10 +177,22 @@ def guided_format(
                 continue
             kept = _drop_done(name, args, done)
             if kept is not None:
-                choices.append(_call(name, kept))
+                choices.append(_call(name, _bounded(kept, answer_chars)))
     if answer or not choices:
         choices.append(_answer(answer_chars))
     return {"anyOf": choices}
+
+
+def _bounded(args: dict[str, Any], answer_chars: int | None) -> dict[str, Any]:
+    """An edit of one line (``old_text`` an enum of lines) with its ``new_text`` at most half
+    of ``answer_chars``: the call's other half (its old text, path and JSON) must also close
+    within the reply cap, or the reply is cut there and the turn is lost (a small model ran a
+    new text of counting numbers to the cap)."""
+    props = args.get("properties") or {}
+    old, new = props.get("old_text"), props.get("new_text")
+    if answer_chars is None or not isinstance(old, Mapping) or "enum" not in old or new is None:
+        return args
+    return _with(args, new_text={**new, "maxLength": max(1, answer_chars // 2)})
 
 
 def answer_limit(reply_tokens: int, reply_chars: int) -> int:
