@@ -123,32 +123,23 @@ def guided_format(
     A call in ``done`` is not offered again (its result is in the context and would be the
     same until a write): a folder already listed, a file already outlined, a check already
     run or a query already searched leaves its enum (the tool's choice goes when none is
-    left), and a file already read without a range must be read
-    from a ``start_line`` (``_drop_done``).
+    left), and a file already read without a range must be read from a ``start_line``.
 
-    The rest of what was free text is drawn from the task and the workspace:
-    ``search_text``'s ``query`` is one of the task's identifiers (``tools/_map.task_words``)
-    that occur in those small files, other than the files read whole since the last write
-    (at most ``MAX_QUERIES``; the choice goes when there is none), with its other arguments
-    left out (a file read whole is not offered to ``outline`` either, nor to ``read_file``
-    when that read showed all of it: ``_one_read``); ``write_file``'s
-    ``path`` is an existing file or a new relative path with an extension the project's
-    files have (``new_path``; at most 64 characters before the extension), and its
-    ``content`` is not empty. ``first``
-    (``tools/_map.task_files``: the files the task names, then those defining its
-    identifiers) comes first in every list of files, so
-    it is those files that get choices of their own.
-
-    ``fixed`` says which paths the role may read but not change: they are offered to neither
-    ``edit_file`` nor ``write_file`` (the test files, when the evidence run would put their
-    baseline bytes back: ``run/_cycle.py``), so a small model spends no turn on a change
-    that can decide nothing.
+    What was free text is drawn from the task and the workspace: ``search_text``'s ``query``
+    is one of the task's identifiers (``tools/_map.task_words``) found in those small files,
+    other than files read whole since the last write (at most ``MAX_QUERIES``; none: no
+    choice), its only argument (a file read whole is not offered to ``outline`` either, nor
+    to ``read_file`` when that read showed all of it: ``_one_read``); ``write_file``'s
+    ``path`` is an existing file or a new relative path (``new_path``), its ``content`` not
+    empty. ``first`` (``tools/_map.task_files``) comes first in every list of files, so it is
+    those files that get choices of their own. Paths ``fixed`` says the role may read but not
+    change (``run/_cycle.py``: a test harness the evidence run puts back) are offered to
+    neither ``edit_file`` nor ``write_file``'s list of existing files.
 
     ``calls=False`` allows only the answer (a role's last turn, whose calls would not run);
     ``answer=False`` allows only calls (a role that can write, before its first write).
-    ``answer_chars`` bounds the answer's length (``maxLength``), so that it closes within the
-    reply cap instead of being cut there (``answer_limit``), and a one-line edit's new text to
-    half of it (``_bounded``).
+    ``answer_chars`` bounds the answer's length (``maxLength``: ``answer_limit``), and a
+    one-line edit's new text to half of it (``_bounded``), so a reply closes within the cap.
     """
     if not calls:
         return {"anyOf": [_answer(answer_chars)]}
