@@ -33,7 +33,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,26 +124,14 @@ def run_flow(config: Path, env: dict[str, str]) -> tuple[int, str, float]:
     proc = subprocess.Popen(
         argv, env=env, cwd=config.parent, stdout=subprocess.PIPE, stderr=None, text=True
     )
-    done = threading.Event()
-    ticker = None
-    if not sys.stderr.isatty():  # flow draws a live view only on a terminal
-
-        def tick() -> None:
-            while not done.wait(10.0):
-                say(f"flow run is working ({time.monotonic() - started:.0f} s)")
-
-        ticker = threading.Thread(target=tick, daemon=True)
-        ticker.start()
+    # Flow itself logs each step on stderr when stderr is not a terminal (flow-cli README,
+    # "Progress"), so the demo adds no ticker of its own.
     try:
         stdout, _ = proc.communicate()
     except BaseException:
         proc.kill()
         proc.wait()
         raise
-    finally:
-        done.set()
-        if ticker is not None:
-            ticker.join()
     return proc.returncode, stdout, time.monotonic() - started
 
 

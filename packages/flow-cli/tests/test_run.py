@@ -30,6 +30,16 @@ def scripted(*, approve: bool = True):
     )
 
 
+def messages(stderr: str) -> list[str]:
+    """Stderr without the progress log's lines (``[flow +1.2s] ...``)."""
+    return [line for line in stderr.splitlines() if not line.startswith("[flow +")]
+
+
+def progress(stderr: str) -> list[str]:
+    """The progress log's words, without the seconds."""
+    return [line.split("] ", 1)[1] for line in stderr.splitlines() if line.startswith("[flow +")]
+
+
 def _setup(h, tmp_path: Path, workspace: Path, url: str) -> Path:
     ok = [sys.executable, "-c", "import calc; assert calc.add(2, 3) == 5"]
     lint = [sys.executable, "-m", "py_compile", "calc.py"]
@@ -52,7 +62,7 @@ def test_run_without_trust_plans_only(env, h, tmp_path, workspace, fake_ollama) 
     assert report["changed_files"] == []
     assert any(e["code"] == "not_trusted" for e in report["errors"])
     # stderr: one line that says what happened and what to do, then the plan itself.
-    assert result.stderr.splitlines() == [
+    assert messages(result.stderr) == [
         "flow: read-only run (no --trusted): planned only, nothing was written and no check "
         "ran; review the plan, then rerun with --trusted to apply it",
         "  Plan: edit calc.py so add() carries a comment.",
@@ -77,6 +87,15 @@ def test_trusted_run_is_verified(env, h, tmp_path, workspace, fake_ollama) -> No
         "compile": "passed",
     }
     assert (workspace / "calc.py").read_text() == FIXED
+    # stderr is a pipe here, so there is no live view: the run logs one line per step, in
+    # the same words as MCP progress, and the JSON above stayed alone on stdout.
+    steps = progress(result.stderr)
+    assert steps[0] == "run started"
+    assert "planner started" in steps
+    assert "coder: tool write_file ok (cycle 1)" in steps
+    assert "check unit: passed (cycle 1)" in steps
+    assert any(s.startswith("coder: model replied in ") for s in steps), steps
+    assert steps[-1] == "run finished: verified"
 
 
 @pytest.mark.slow
@@ -164,7 +183,7 @@ def test_read_only_run_shows_the_first_lines_of_a_long_plan(
     result = env.flow("run", "do thirty things", "--config", str(cfg))
     assert result.code == 1
     assert result.json()["plan"] == plan
-    lines = result.stderr.splitlines()
+    lines = messages(result.stderr)
     assert lines[0].startswith("flow: read-only run (no --trusted)")
     assert lines[1:] == [f"  {i}. step {i} [bold]as written[/bold]" for i in range(1, 13)] + [
         "  … 18 more lines in the report's plan"

@@ -341,6 +341,19 @@ def test_progress_relay_counts_up_only_with_a_token() -> None:
     assert all(m["method"] == "notifications/progress" for m in sent)
 
 
+def test_progress_relay_says_a_reply_and_skips_streamed_tokens() -> None:
+    # A model reply is a turn's end, not the run's: before the wording was shared with the
+    # CLI (flow_core.describe_event) both fell through to "run finished: failed".
+    sent: list[dict[str, Any]] = []
+    relay = ProgressRelay(sent.append)
+    relay.start("tok")
+    relay(Event(kind="model_progress", role="coder", cycle=1, turn=1, tokens=3, chars=9))
+    relay(Event(kind="model_reply", role="coder", cycle=1, turn=1, duration_ms=1500.0))
+    assert [m["params"]["message"] for m in sent] == ["coder: model replied in 1.5 s (cycle 1)"]
+    assert [m["params"]["progress"] for m in sent] == [1]
+    relay.close()
+
+
 def test_a_signal_during_a_write_is_deferred_until_the_frame_is_whole() -> None:
     import signal
 

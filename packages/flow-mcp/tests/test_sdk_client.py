@@ -157,7 +157,10 @@ def test_sdk_calls_flow_run_with_progress(
     values = [v for v, _ in progress]
     assert values, "no notifications/progress for a request with a progressToken"
     assert values == sorted(set(values))
-    assert any(m == "run finished: verified" for _, m in progress), progress
+    words = [m for _, m in progress if m is not None and "(still running," not in m]
+    assert [m for m in words if m.startswith("run finished")] == ["run finished: verified"]
+    assert words[-1] == "run finished: verified", words
+    assert any(m.startswith("coder: model replied in ") for m in words), words
 
 
 def test_sdk_sees_unknown_tool_as_an_error(

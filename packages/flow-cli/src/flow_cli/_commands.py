@@ -20,7 +20,7 @@ from flow_cli._options import CommonOptions
 from flow_cli._stdout import StdoutGuard
 
 if TYPE_CHECKING:
-    from flow_cli._progress import LiveProgress
+    from flow_cli._progress import Progress
     from flow_core import ErrorCode, Event, FlowConfig, Report, Runtime
 
 ReportKind = Literal["status", "check", "run"]
@@ -166,7 +166,7 @@ class _Interrupts:
 
         self.runtime: Runtime | None = None
         #: The live view, when one is drawn: it shows "stopping…" and stops following roles.
-        self.progress: LiveProgress | None = None
+        self.progress: Progress | None = None
         self.signals = Interrupts(self._interrupt)
 
     @property
@@ -254,10 +254,10 @@ def _produce(request: _Request, opts: CommonOptions, interrupts: _Interrupts) ->
         from flow_core import FlowError
 
         try:
-            if kind != "status" and sys.stderr.isatty():
-                from flow_cli._progress import LiveProgress
+            if kind != "status":
+                from flow_cli._progress import progress_on_stderr
 
-                progress = LiveProgress.on_stderr(checks_only=kind == "check")
+                progress = progress_on_stderr(run=kind == "run")
                 interrupts.progress = progress
             if kind == "status":
                 report, config = status_report(opts)
@@ -326,7 +326,7 @@ def _finish(kind: ReportKind, report: Report, interrupts: _Interrupts) -> Report
 
 
 def _work(
-    runtime: Runtime, request: _Request, opts: CommonOptions, progress: LiveProgress | None
+    runtime: Runtime, request: _Request, opts: CommonOptions, progress: Progress | None
 ) -> Report:
     """``check`` or ``run`` on a built runtime (trust first, then the hints, then the work)."""
     from flow_core import NotTrustedError

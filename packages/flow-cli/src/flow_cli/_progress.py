@@ -1,24 +1,32 @@
-"""Live progress: the active role, turn, recent tool calls and running checks.
+"""Progress: the active role, turn, recent tool calls and running checks.
 
-Fed by flow-core ``Event``s (which may arrive from any thread) and drawn with rich ``Live``.
-The CLI draws it on stderr only when stderr is a terminal; the TUI draws it on its console.
+Fed by flow-core ``Event``s (which may arrive from any thread). On a terminal it is drawn
+live with rich ``Live`` (the CLI's stderr, the TUI's console); when the CLI's stderr is not a
+terminal (a pipe, a log file, a CI job), ``flow run`` writes one line per event instead, so a
+run of many minutes is never silent (flow-cli README, "Progress").
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
+from flow_core import describe_event
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from flow_core import Event
 
 _RECENT_TOOLS = 6
@@ -235,3 +243,77 @@ class LiveProgress:
         if self._started:
             self._started = False
             self._live.stop()
+
+
+class Progress(Protocol):
+    """What the CLI drives while ``check`` or ``run`` works: a live view or a line log."""
+
+    def on_event(self, event: Event) -> None:
+        """Event sink for ``flow_core.Runtime(on_event=...)``; never raises."""
+
+    def stopping(self) -> None:
+        """The first Ctrl-C or SIGTERM: say that the command is stopping (signal-safe)."""
+
+    def start(self) -> None:
+        """Begin showing progress."""
+
+    def stop(self) -> None:
+        """Stop showing progress (idempotent)."""
+
+
+def _write_fd2(text: str) -> None:
+    """Write to fd 2 in one ``write``, outside Python's buffers: safe from any thread and
+    inside a signal handler, and a line shorter than ``PIPE_BUF`` is never interleaved."""
+    with contextlib.suppress(OSError):
+        os.write(2, text.encode("utf-8", "replace"))
+
+
+class LineProgress:
+    """One line per progress event, ``[flow +12.3s] coder: model turn 2 (cycle 1)``.
+
+    The words are ``flow_core.describe_event``'s (the MCP server's progress messages use the
+    same), prefixed with the seconds since ``start``. The prefix is not ``flow: `` on purpose:
+    a line starting ``flow: `` is a message that ends with its ``[code]``, and a script that
+    reads those must not meet progress. Streamed-token events get no line; a
+    tool call's arguments are never shown (they are the model's text, and a log is often kept).
+
+    Args:
+        write: where a finished line goes (default: fd 2, one ``write`` per line).
+    """
+
+    def __init__(self, write: Callable[[str], None] = _write_fd2) -> None:
+        self._write = write
+        self._started = time.monotonic()
+        self._halted = False
+
+    def on_event(self, event: Event) -> None:
+        """Write the event's line; never raises (a display must never break a run)."""
+        with contextlib.suppress(Exception):
+            line = describe_event(event)
+            if line is not None and not (self._halted and event.kind not in _AFTER_STOP):
+                self._write(f"[flow +{time.monotonic() - self._started:.1f}s] {line}\n")
+
+    def stopping(self) -> None:
+        """Say "stopping…" now; afterwards only checks and the run's end get lines."""
+        self._halted = True
+        self._write("flow: stopping… (press Ctrl-C again to force)\n")
+
+    def start(self) -> None:
+        """Count seconds from now."""
+        self._started = time.monotonic()
+
+    def stop(self) -> None:
+        """Nothing to tear down: every line is already written."""
+
+
+#: The events a stopping run still logs: checks being killed and how the run ended.
+_AFTER_STOP = frozenset({"check_finished", "run_finished"})
+
+
+def progress_on_stderr(*, run: bool) -> Progress | None:
+    """The CLI's progress for ``run`` (``run=True``) or ``check``: drawn live when stderr is a
+    terminal; as lines for ``run`` when it is not (a long run must not look hung in a log or
+    a CI job); nothing for ``check`` then, whose failures get their own lines at the end."""
+    if sys.stderr.isatty():
+        return LiveProgress.on_stderr(checks_only=not run)
+    return LineProgress() if run else None

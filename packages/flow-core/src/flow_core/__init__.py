@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         EventSink as EventSink,
         Role as Role,
         ToolCall as ToolCall,
+        describe_event as describe_event,
     )
     from flow_core._report import (
         Budget as Budget,
@@ -202,6 +203,7 @@ else:
                 "EventSink",
                 "Role",
                 "ToolCall",
+                "describe_event",
             ),
             "flow_core._report": (
                 "Budget",

@@ -300,6 +300,70 @@ class Event:
     summary: str | None = None
 
 
+def describe_event(event: Event) -> str | None:
+    """One line a person can read for a progress event, in the report's own words; None for
+    ``model_progress`` (one per streamed token: a display shows the count, a log skips it).
+
+    The CLI's progress log (stderr not a terminal) and the MCP server's
+    ``notifications/progress`` both use these words (``docs/architecture.md``, "Runtime").
+    Check outcomes use the check statuses (``passed``, ``failed``, ``timeout``...), the end
+    of a run uses the report's status (``verified``, ``unverified``, ``interrupted``...).
+    Model-written text (a tool call's arguments, a review's summary) is never included.
+    """
+    where = f" (cycle {event.cycle})" if event.cycle is not None else ""
+    kind = event.kind
+    if kind == "model_progress":
+        return None
+    if kind == "run_started":
+        return "run started"
+    if kind == "role_started":
+        return f"{event.role} started{where}"
+    if kind == "turn":
+        return f"{event.role}: model turn {event.turn}{where}"
+    if kind == "model_reply":
+        return f"{event.role}: {_reply_words(event)}{where}"
+    if kind == "tool_call":
+        outcome = "ok" if event.ok else f"refused ({event.error})" if event.error else "refused"
+        return f"{event.role}: tool {_shown(event.name)} {outcome}{where}"
+    if kind in ("check_started", "check_finished"):
+        status = _check_words(event) if kind == "check_finished" else "running"
+        if kind == "check_started" and event.baseline:
+            status += " (baseline)"
+        return f"check {_shown(event.name)}: {status}{where}"
+    if kind == "verification":
+        return f"verification{where}: {'verified' if event.ok else 'unverified'}"
+    if kind == "review":
+        return f"review{where}: {'approved' if event.ok else 'not approved'}"
+    return f"run finished: {event.status or ('verified' if event.ok else 'failed')}"
+
+
+def _shown(name: str | None, limit: int = 60) -> str:
+    """A tool or check name fit for one line: a model may name a tool with newlines, escape
+    sequences or megabytes, so control characters are escaped and the name is cut."""
+    text = name if name is not None else "?"
+    if not text.isprintable():
+        text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _reply_words(event: Event) -> str:
+    """``model replied in 4.2 s (812 prompt, 37 reply tokens)``: the server's own counts."""
+    seconds = (event.duration_ms or 0.0) / 1000.0
+    counts = [
+        f"{n} {what}"
+        for n, what in ((event.prompt_tokens, "prompt"), (event.completion_tokens, "reply"))
+        if n is not None
+    ]
+    tokens = f" ({', '.join(counts)} tokens)" if counts else ""
+    return f"model replied in {seconds:.1f} s{tokens}"
+
+
+def _check_words(event: Event) -> str:
+    """The check's status word, and ``(baseline)`` for a run on the untouched tree."""
+    status = event.status or ("passed" if event.ok else "failed")
+    return status + (" (baseline)" if event.baseline else "")
+
+
 class EventSink(Protocol):
     """Receives progress events; must be fast and must not raise."""
 

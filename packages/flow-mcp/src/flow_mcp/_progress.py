@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from flow_core import Event
+from flow_core import Event, describe_event
 from flow_mcp._rpc import RequestId
 
 #: Seconds without a notification before a heartbeat is sent (the promise is "at most 10").
@@ -24,35 +24,12 @@ HEARTBEAT_S: Final = 5.0
 __all__ = ["HEARTBEAT_S", "ProgressRelay", "progress_message"]
 
 
-def progress_message(event: Event) -> str:
-    """One line a client can show for a runtime event, in the report's own words.
-
-    Check outcomes use the check statuses (``passed``, ``failed``, ``timeout``,
-    ``interrupted``...), the end of a run uses the report's status (``verified``,
-    ``unverified``, ``read_only``, ``failed``, ``interrupted``, ``error``).
-    """
-    where = f" (cycle {event.cycle})" if event.cycle is not None else ""
-    kind = event.kind
-    if kind == "run_started":
-        return "run started"
-    if kind == "role_started":
-        return f"{event.role} started{where}"
-    if kind == "turn":
-        return f"{event.role}: model turn {event.turn}{where}"
-    if kind == "tool_call":
-        outcome = "ok" if event.ok else "refused"
-        return f"{event.role}: tool {event.name} {outcome}{where}"
-    if kind == "check_started":
-        return f"check {event.name}: running{where}"
-    if kind == "check_finished":
-        status = event.status or ("passed" if event.ok else "failed")
-        return f"check {event.name}: {status}{where}"
-    if kind == "verification":
-        return f"verification{where}: {'verified' if event.ok else 'unverified'}"
-    if kind == "review":
-        return f"review{where}: {'approved' if event.ok else 'not approved'}"
-    # run_finished
-    return f"run finished: {event.status or ('verified' if event.ok else 'failed')}"
+def progress_message(event: Event) -> str | None:
+    """One line a client can show for a runtime event, in the report's own words
+    (``flow_core.describe_event``, shared with the CLI's progress log); None for an event
+    that gets no notification of its own (``model_progress``, one per streamed token: the
+    heartbeat still says that the turn is running)."""
+    return describe_event(event)
 
 
 class ProgressRelay:
@@ -120,6 +97,8 @@ class ProgressRelay:
             with contextlib.suppress(Exception):
                 watch(event)
         message = progress_message(event)
+        if message is None:
+            return
         with self._wake:
             self._last, self._last_at = message, time.monotonic()
             note = self._note(message)
