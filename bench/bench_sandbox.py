@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from flow_core import FlowConfig
-from flow_core.verify import _sandbox
+from flow_core.verify import _reaper, _sandbox
 from flow_core.verify._cgroup import CheckCgroup
 from flow_core.verify._checks import CheckScope, run_check
 from flow_core.verify._sandbox import probe_bwrap
@@ -96,6 +96,7 @@ def _bwrap_alone(ws: Path, argv: list[str]) -> list[str]:
         cmd = list(jail.argv)
     finally:
         jail.close()
+        _reaper.settle()  # its copy and tmpfs are gone: binds of them become tmpfs below
     out: list[str] = []
     i = 0
     while i < len(cmd):

@@ -32,7 +32,7 @@ from flow_core import FlowConfig
 from flow_core.verify._checks import run_check
 from flow_core.verify._sandbox import probe_bwrap
 ws, code = sys.argv[1], sys.argv[2]
-import os, tempfile
+import os
 extra = json.loads(os.environ.get("FLOW_TEST_SANDBOX", "{}"))
 probe = probe_bwrap()
 out = {"usable": probe.usable, "reason": probe.reason}
@@ -45,7 +45,6 @@ for mode in ("off", "auto"):
     r = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
     out[mode] = {"status": r.status, "sandbox": r.sandbox, "tail": r.output_tail,
                  "why": r.sandbox_reason, "error": r.error.message if r.error else None}
-out["left"] = sorted(n for n in os.listdir(tempfile.gettempdir()) if n.startswith("flow-"))
 print(json.dumps(out))
 """
 
@@ -102,11 +101,13 @@ def _as_nobody(code: str, **sandbox: object) -> dict[str, object]:
             timeout=120,
             check=False,
         )
+        # Counted once that Flow has exited: it cleans up after a check's result, before exit
+        left = sorted(p.name for p in tmp.iterdir() if p.name.startswith("flow-"))
     finally:
         shutil.rmtree(home, ignore_errors=True)
     if done.returncode != 0:
         pytest.skip(f"nobody cannot run Flow here: {done.stderr.decode()[-300:]}")
-    result: dict[str, object] = json.loads(done.stdout)
+    result: dict[str, object] = {**json.loads(done.stdout), "left": left}
     if not result["usable"]:
         pytest.skip(f"bubblewrap cannot make a jail as nobody: {result['reason']}")
     return result

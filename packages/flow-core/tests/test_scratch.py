@@ -5,6 +5,10 @@ folders in it before and after: a timeout, a whole-check limit, an interrupt (Ct
 error while the private copy is made, and a Flow killed with SIGKILL in the middle of a check
 (the next Flow removes what it left). Jailed and unjailed (``mode = "off"`` with the evidence
 run's tree, which makes a private copy there too).
+
+A jailed check's copy, tmpfs and cgroups are removed on a thread of Flow after its result is
+returned (``verify/_reaper.py``): the counts are taken once that work is done, and the last
+tests show it is always done before the next check of the workspace and before Flow exits.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import pytest
 
 from flow_core import FlowConfig
 from flow_core.run._evidence import prepare
-from flow_core.verify import _scratch, _tree
+from flow_core.verify import _reaper, _scratch, _tree
 from flow_core.verify._checks import CheckScope, CheckWatch, run_check
 from flow_core.verify._tree import TreeSpec, plan_workspace
 
@@ -50,6 +54,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def _left(base: Path) -> list[str]:
+    _reaper.settle()  # what the jailed checks left for after their result
     return sorted(p.name for p in base.iterdir() if p.name.startswith("flow-"))
 
 
@@ -203,4 +208,67 @@ def test_the_next_flow_removes_what_a_killed_flow_left(
         disk.close()
     for path in made:
         _scratch.remove_scratch(path)
+    assert _left(base) == []
+
+
+_EXITS = """
+import os, sys
+from flow_core import FlowConfig
+from flow_core.verify._checks import CheckScope, run_check
+from flow_core.verify._tree import TreeSpec, plan_workspace
+ws = sys.argv[1]
+cfg = FlowConfig.model_validate({
+    "workspace_dir": ws,
+    "checks": {"t": {"cmd": [sys.executable, "-S", "-c", "open('new', 'w').write('x')"]}},
+})
+r = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox,
+              scope=CheckScope(tree=TreeSpec(plan_workspace(ws), {})))
+print(r.status, r.sandbox)
+"""
+
+
+def _mounts_under(base: Path) -> list[str]:
+    lines = Path("/proc/self/mounts").read_text().splitlines()
+    return [ln.split()[1] for ln in lines if ln.split()[1].startswith(str(base) + "/")]
+
+
+def test_flow_exiting_right_after_a_check_leaves_nothing(base: Path, ws: Path) -> None:
+    """The check's cleanup runs on a thread after its result; the process's exit waits for it."""
+    env = {**os.environ, "TMPDIR": str(base)}
+    done = subprocess.run(
+        [PY, "-c", textwrap.dedent(_EXITS), str(ws)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    if "bwrap" not in done.stdout:
+        pytest.skip(f"no jail here: {done.stdout.strip()}")
+    assert done.stdout.split()[0] == "passed", done.stdout
+    assert sorted(p.name for p in base.iterdir() if p.name.startswith("flow-")) == []
+    assert _mounts_under(base) == []
+
+
+def test_the_next_check_of_a_workspace_starts_after_the_last_one_is_cleaned_up(
+    base: Path, ws: Path
+) -> None:
+    from flow_core.verify._sandbox import prepare_jail
+
+    cfg = _config(ws, "pass")
+    first = _run(cfg)
+    if first.sandbox != "bwrap":
+        pytest.skip(f"no jail here: {first.sandbox_reason}")
+    assert first.status == "passed", first.output_tail
+    # No settle here: preparing the next check of this workspace waits for the last one's.
+    check = cfg.checks["t"]
+    assert check.executable is not None
+    jail = prepare_jail(check.executable, check.cmd, cfg.sandbox, workspace=ws)
+    try:
+        left = sorted(p.name for p in base.iterdir() if p.name.startswith("flow-"))
+        assert len(left) == 1, left  # the new check's own tmpfs (or copy) only
+        assert jail.disk is None or left[0] in str(getattr(jail.disk, "root", left[0]))
+    finally:
+        jail.close()
     assert _left(base) == []

@@ -33,7 +33,6 @@ the check ran into. A controller that cannot be used is listed in ``CheckCgroup.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import tempfile
@@ -41,6 +40,8 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from flow_core.verify import _reaper
 
 __all__ = ["CheckCgroup", "cgroup_parents", "make_cgroup"]
 
@@ -150,6 +151,8 @@ class CheckCgroup:
     _base: dict[str, float] = field(default_factory=dict)
     #: The layout this set was made for (``make_cgroup``), or None: never reused.
     _key: tuple[tuple[str, int, tuple[str, ...]], ...] | None = None
+    #: The limits last asked for, and whether bubblewrap's monitor counts (``make_cgroup``).
+    _asked: tuple[dict[str, float], bool] = ({}, False)
     _pid: int = field(default_factory=os.getpid)
 
     @contextlib.contextmanager
@@ -239,15 +242,21 @@ class CheckCgroup:
 
     def close(self) -> None:
         """Hand the set back for the next check when it is empty (``make_cgroup``), else
-        remove it."""
-        if self._key is not None and self._pid == os.getpid() and self._empty():
-            with _POOL_LOCK:
-                idle = _POOL.setdefault(self._key, [])
-                if len(idle) < _POOL_MAX:
-                    idle.append(self)
-                    _drain_at_exit()
-                    return
+        remove it and make a fresh one with the same limits for the next check (called on
+        ``verify/_reaper.py``'s thread, off the check's path; nothing is kept once this
+        process exits)."""
+        ours = self._key is not None and self._pid == os.getpid() and not _reaper.exiting()
+        if ours and self._empty() and _keep(self):
+            return
         self.remove()
+        if ours and self._key is not None and not _idle(self._key):
+            values, monitor = self._asked
+            by_parent = {(p, v): set(c) for p, v, c in self._key}
+            fresh = _fresh(by_parent, values, monitor)
+            fresh._asked = self._asked
+            fresh._key = self._key if not fresh.missing else None
+            if fresh._key is None or not _keep(fresh):
+                fresh.remove()
 
     def remove(self) -> None:
         """Close the descriptors and remove the cgroups (bounded wait while they empty)."""
@@ -331,6 +340,7 @@ def make_cgroup(values: dict[str, float], *, monitor: bool = False) -> CheckCgro
     if group is None:
         group = _fresh(by_parent, values, monitor)
         group._key = key if not group.missing else None
+    group._asked = (dict(values), monitor)
     group.missing.update(missing)
     group._base = group._counters()
     return group
@@ -366,7 +376,6 @@ def _fresh(
 _POOL: dict[tuple[tuple[str, int, tuple[str, ...]], ...], list[CheckCgroup]] = {}
 _POOL_LOCK = threading.Lock()
 _POOL_MAX = 4
-_AT_EXIT: list[bool] = []
 
 
 def _take(key: tuple[tuple[str, int, tuple[str, ...]], ...]) -> CheckCgroup | None:
@@ -383,11 +392,22 @@ def _take(key: tuple[tuple[str, int, tuple[str, ...]], ...]) -> CheckCgroup | No
         group.remove()
 
 
-def _drain_at_exit() -> None:
-    """Remove the idle sets when this process exits (once registered; call with the lock)."""
-    if not _AT_EXIT:
-        _AT_EXIT.append(True)
-        atexit.register(_drain)
+def _keep(group: CheckCgroup) -> bool:
+    """Put ``group`` in the pool unless its layout has ``_POOL_MAX`` idle sets already."""
+    assert group._key is not None
+    with _POOL_LOCK:
+        idle = _POOL.setdefault(group._key, [])
+        if len(idle) >= _POOL_MAX:
+            return False
+        idle.append(group)
+    _reaper.on_exit(_drain)  # after the reaper's pending jobs, which may hand sets back
+    return True
+
+
+def _idle(key: tuple[tuple[str, int, tuple[str, ...]], ...]) -> bool:
+    """Whether the pool holds a set of this layout."""
+    with _POOL_LOCK:
+        return bool(_POOL.get(key))
 
 
 def _drain() -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from flow_core._report import SandboxKind
+from flow_core.verify import _reaper
 from flow_core.verify._cgroup import CheckCgroup
 from flow_core.verify._disk import CheckDisk, JailDisk
 
@@ -93,6 +94,7 @@ class Jail:
         cpu_budget_s: ``sandbox.cpu_seconds`` (0: none); ``cpu_over`` is set when the check
             used more and was ended for it; ``disk_full`` when its disk was seen full while
             it ran (``_watch``).
+        place: the workspace the check ran on (the key of its deferred cleanup).
     """
 
     kind: SandboxKind
@@ -110,7 +112,10 @@ class Jail:
     cpu_budget_s: float = 0.0
     cpu_over: bool = False
     disk_full: bool = False
+    place: str = ""
     _cleanups: list[Callable[[], None]] = field(default_factory=list)
+    #: Cleanups ``close`` hands to ``verify/_reaper.py`` (last registered runs first).
+    _later: list[Callable[[], None]] = field(default_factory=list)
 
     def spawning(self) -> contextlib.AbstractContextManager[None]:
         """Wrap the ``Popen`` of the check: the starting thread is in the check's v1 cgroups
@@ -131,9 +136,10 @@ class Jail:
             The host pid of the jail's pid 1, or None (no jail, or it could not be limited).
         """
         pid = self._read_info()
-        if (self.cpu_budget_s > 0 and self.cgroup is not None) or self.disk is not None:
-            self._watch(kill)
+        watched = (self.cpu_budget_s > 0 and self.cgroup is not None) or self.disk is not None
         if self.block_fd < 0:
+            if watched:
+                self._watch(kill)
             return pid
         try:
             if pid is None:
@@ -156,6 +162,8 @@ class Jail:
             return None
         os.close(self.block_fd)
         self.block_fd = -1
+        if watched:  # off the start's path: the check's first sample is 0.1 s away anyway
+            self._watch(kill)
         return pid
 
     def _watch(self, kill: Callable[[], None]) -> None:
@@ -225,7 +233,12 @@ class Jail:
         return pid if isinstance(pid, int) and pid > 0 else None
 
     def close(self) -> None:
-        """Release what the jail held (pipes, private HOME, cgroup); never raises."""
+        """Release what the jail held; never raises.
+
+        The pipes, the watch thread and a private ``HOME`` are released now; the private
+        copy, the check's tmpfs and its cgroups (``_later``) by ``verify/_reaper.py`` once
+        this returns: before a check of the same workspace starts and before Flow exits.
+        """
         for fd in (*self.pass_fds, self.info_fd, self.block_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):
@@ -234,3 +247,12 @@ class Jail:
         while self._cleanups:
             with contextlib.suppress(Exception):
                 self._cleanups.pop()()
+        if self._later:
+            jobs, self._later = self._later, []
+
+            def clean() -> None:
+                while jobs:
+                    with contextlib.suppress(Exception):
+                        jobs.pop()()
+
+            _reaper.later(self.place, clean)

@@ -62,6 +62,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify import _reaper
 from flow_core.verify._caches import cache_folders
 from flow_core.verify._cgroup import CheckCgroup, make_cgroup
 from flow_core.verify._disk import JailDisk, make_disk, sized_copy_tools
@@ -179,6 +180,8 @@ def prepare_jail(
     if cfg is None or cfg.mode == "off":
         why = 'sandbox.mode = "off"' if cfg is not None else "run without a [sandbox] config"
         return Jail("none", why, list(argv), executable)
+    place = os.path.realpath(workspace)
+    _reaper.settle(place)  # the last check of this workspace is cleaned up (Jail.close)
     require_sandbox(cfg, env_in.get("PATH"))
     user = check_user(cfg, search_path(env_in.get("PATH")))
     probe = probe_bwrap(env_in.get("PATH"), user)
@@ -187,10 +190,11 @@ def prepare_jail(
         jail = Jail("bwrap", None, [], probe.bwrap, env=_clean_env(cfg, env_in, JAIL_HOME))
     else:
         jail = _unjailed(cfg, env_in, list(argv), executable, probe.reason)
+    jail.place = place
     try:
         if jail.kind == "bwrap":
             layout = JailLayout(
-                workspace=os.path.realpath(workspace),
+                workspace=place,
                 argv=[executable, *argv[1:]],
                 user=user,
                 protected=scope.protected,
@@ -253,7 +257,7 @@ def _furnish(
     disk, no_disk = make_disk(workspace)
     if disk is not None:
         jail.disk = disk
-        jail._cleanups.append(disk.close)
+        jail._later.append(disk.close)
     caches, no_cache = cache_folders(workspace, cfg.caches, user.owner, environ)
     tools = sized_copy_tools() if disk is None and user.owner is None else None
     sized = tools is not None and _has_size(jail.executable)
@@ -271,12 +275,13 @@ def _furnish(
         mount_points=() if sized else plan.read_only,
         parent=disk.tree if disk is not None else None,
     )
-    jail._cleanups.append(tree.close)
+    # on Flow's tmpfs the copy goes with its unmount, so that runs first (_later: LIFO)
+    jail._later.insert(0 if disk is not None else len(jail._later), tree.close)
     if disk is not None:
         disk.bound(cfg.disk_mib)
     elif sized and tools is not None:
         jail.disk = JailDisk(workspace, tree.space + cfg.disk_mib * _MIB)
-        jail._cleanups.append(jail.disk.close)
+        jail._later.append(jail.disk.close)
         fsize = dict(_limit_values(cfg))[resource.RLIMIT_FSIZE]
         layout = replace(layout, sized=(jail.disk.size, fsize, *tools))
     if user.owner is not None:
@@ -340,7 +345,7 @@ def _setup_limits(jail: Jail, cfg: SandboxConfig) -> str | None:
         values["cpuacct"] = cfg.cpu_seconds
         jail.cpu_budget_s = cfg.cpu_seconds
     group = make_cgroup(values, monitor=jailed)
-    jail._cleanups.append(group.close)
+    jail._later.append(group.close)
     jail.cgroup = group  # read after the check (limits_hit) and for cpu_seconds
     if jail.block_fd >= 0:  # bubblewrap: applied to its pid 1 by Jail.started()
         jail.limits = _limit_values(cfg)
