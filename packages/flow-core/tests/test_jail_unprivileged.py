@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import secrets
 import shutil
 import site
 import socket
@@ -45,6 +46,7 @@ for mode in ("off", "auto"):
     r = run_check("t", cfg.checks["t"], cwd=ws, sandbox=cfg.sandbox)
     out[mode] = {"status": r.status, "sandbox": r.sandbox, "tail": r.output_tail,
                  "why": r.sandbox_reason, "error": r.error.message if r.error else None}
+out["ws"] = sorted(os.listdir(ws))
 print(json.dumps(out))
 """
 
@@ -75,7 +77,9 @@ def _python() -> str:
     return sys.executable
 
 
-def _as_nobody(code: str, **sandbox: object) -> dict[str, object]:
+def _as_nobody(code: str, base: str | None = None, **sandbox: object) -> dict[str, object]:
+    """Run ``code`` as a check of a Flow run by ``nobody``, with ``mode`` off then auto, in a
+    workspace ``ws`` of a fresh folder in ``base`` (default: the system temporary folder)."""
     setpriv = shutil.which("setpriv")
     if setpriv is None or shutil.which("unshare") is None:
         pytest.skip("util-linux's setpriv or unshare is not installed")
@@ -83,7 +87,7 @@ def _as_nobody(code: str, **sandbox: object) -> dict[str, object]:
         nobody = pwd.getpwnam("nobody")
     except KeyError:
         pytest.skip("there is no nobody user")
-    home = Path(tempfile.mkdtemp(prefix="flow-nobody-"))  # pytest's tmp_path is root's 0700
+    home = Path(tempfile.mkdtemp(prefix="flow-nobody-", dir=base))  # tmp_path is root's 0700
     try:
         ws, tmp = home / "ws", home / "tmp"
         for path in (home, ws, tmp):
@@ -221,4 +225,72 @@ def test_an_unprivileged_flow_bounds_the_copy_as_a_whole() -> None:
     assert "stopped 28" in str(jailed["tail"]), jailed  # ENOSPC in the check's own tmpfs
     assert jailed["status"] == "limit", jailed
     assert "sandbox.disk_mib" in str(jailed["error"])
-    assert "disk bounded per place" in str(jailed["why"])  # /tmp and /dev/shm: each disk_mib
+    assert "disk bounded" not in str(jailed["why"])  # in all: the copy, /tmp and /dev/shm
+
+
+_SPREAD_ALL = """
+import os
+jailed = os.environ.get('HOME') == '/tmp/.flow-home'
+tag = TAG + ('-jailed' if jailed else '-off')
+places = ('spread-' + tag, '/tmp/flow-spread-' + tag, '/dev/shm/flow-spread-' + tag)
+wrote = 0
+for where in places:
+    try:
+        with open(where, 'wb') as fh:
+            for _ in range(8):  # disk_mib / 2 in each place
+                fh.write(b'a' * (1024 * 1024))
+                fh.flush()
+                wrote += 1
+    except OSError as err:
+        print('stopped', err.errno, where)
+print('wrote MiB', wrote)
+for place in ('/dev/flow-dev-' + tag, '/flow-root-' + tag):
+    try:
+        open(place, 'w').close()
+        print('wrote', place)
+    except OSError:
+        print('refused', place)
+if not jailed:  # the control wrote into Flow's own /tmp and /dev/shm
+    for where in places:
+        os.remove(where)
+"""
+
+
+def _outside_tmp() -> str:
+    for folder in ("/srv", "/opt", "/var/lib"):
+        if os.path.isdir(folder) and os.access(folder, os.W_OK) and os.stat(folder).st_mode & 1:
+            return folder
+    pytest.skip("no folder outside /tmp that root may write and nobody may pass")
+
+
+@pytest.mark.parametrize("where", ["tmp", "elsewhere"])
+def test_an_unprivileged_check_writes_disk_mib_in_all(where: str) -> None:
+    # disk_mib / 2 into each of the copy, /tmp and /dev/shm: one bound stops them, with the
+    # workspace under /tmp (the check's one tmpfs is its /tmp) and elsewhere (the one tmpfs
+    # is the workspace's parent, /tmp a link into it). The jail's own /dev and / are
+    # read-only (bubblewrap's /dev belongs to the check's user when Flow is not root).
+    tag = secrets.token_hex(6)
+    base = None if where == "tmp" else _outside_tmp()
+    try:
+        result = _as_nobody(f"TAG = {tag!r}\n{_SPREAD_ALL}", base, disk_mib=16)
+    finally:
+        left = [f"/tmp/flow-spread-{tag}-jailed", f"/dev/shm/flow-spread-{tag}-jailed"]
+        reached = [p for p in left if os.path.exists(p)]
+        for path in reached:
+            os.remove(path)
+    off, jailed = result["off"], result["auto"]
+    assert isinstance(off, dict)
+    assert isinstance(jailed, dict)
+    assert "wrote MiB 24" in str(off["tail"]), off  # the control: nothing stops 3 x 8 MiB
+    if "bounded for /tmp only" in str(jailed["why"]):
+        pytest.skip(str(jailed["why"]))  # no --size in this bubblewrap, or no sh/cp
+    tail = str(jailed["tail"])
+    assert "stopped 28" in tail, jailed  # ENOSPC
+    assert "wrote MiB 24" not in tail
+    assert jailed["status"] == "limit", jailed
+    assert "sandbox.disk_mib" in str(jailed["error"])
+    assert "disk bounded" not in str(jailed["why"]), jailed["why"]
+    assert f"refused /dev/flow-dev-{tag}-jailed" in tail
+    assert f"refused /flow-root-{tag}-jailed" in tail
+    assert reached == []  # nothing reached Flow's /tmp or /dev/shm
+    assert result["ws"] == [], result["ws"]  # nor the workspace (the control removed its own)

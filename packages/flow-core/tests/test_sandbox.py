@@ -115,11 +115,12 @@ def test_mount_order_keeps_a_workspace_under_tmp_visible(jail_ok: None, ws: Path
             for i, a in enumerate(argv)
             if a == "/tmp" and (argv[i - 1] == "--tmpfs" or argv[i - 2] == "--bind")
         )
-        # the private copy, in its place: bound, or (Flow not root) a sized tmpfs filled by cp
+        # the private copy, in its place: bound, or (Flow not root) filled by cp into a sized
+        # tmpfs there or into a folder of the check's one tmpfs (verify/_disk.disk_home)
         bind = next(
             i
             for i, a in enumerate(argv)
-            if a == real and (argv[i - 2] == "--bind" or argv[i - 1] == "--tmpfs")
+            if a == real and (argv[i - 2] == "--bind" or argv[i - 1] in ("--tmpfs", "--dir"))
         )
         assert not argv[bind - 1].startswith(real + "/")
         assert tmp < bind  # a later mount on /tmp would hide the workspace

@@ -235,18 +235,12 @@ def _mounts_under(base: Path) -> list[str]:
 def test_flow_exiting_right_after_a_check_leaves_nothing(base: Path, ws: Path) -> None:
     """The check's cleanup runs on a thread after its result; the process's exit waits for it."""
     env = {**os.environ, "TMPDIR": str(base)}
-    done = subprocess.run(
-        [PY, "-c", textwrap.dedent(_EXITS), str(ws)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    said = subprocess.check_output(
+        [PY, "-c", textwrap.dedent(_EXITS), str(ws)], env=env, text=True, timeout=120
     )
-    assert done.returncode == 0, done.stderr
-    if "bwrap" not in done.stdout:
-        pytest.skip(f"no jail here: {done.stdout.strip()}")
-    assert done.stdout.split()[0] == "passed", done.stdout
+    if "bwrap" not in said:
+        pytest.skip(f"no jail here: {said.strip()}")
+    assert said.split()[0] == "passed", said
     assert sorted(p.name for p in base.iterdir() if p.name.startswith("flow-")) == []
     assert _mounts_under(base) == []
 

@@ -78,8 +78,8 @@ class SandboxConfig(BaseModel):
             cgroup); past it the kernel ends the check and its status is ``limit``.
         disk_mib: what a check may write in all, in MiB: its edits and new files in its
             private copy, ``/tmp`` (which holds ``HOME``) and ``/dev/shm`` together, on a
-            tmpfs of its own (``verify/_disk.py``; where Flow cannot mount one, the copy,
-            ``/tmp`` and ``/dev/shm`` each); past it a write fails with ``ENOSPC`` and a check
+            tmpfs of its own (``verify/_disk.py``; where Flow cannot mount one, bubblewrap's,
+            with ``/dev/shm`` an eighth of it); past it a write fails with ``ENOSPC`` and a check
             that ends with it full has status ``limit``. Its pages also count against
             ``memory_mib``.
         cpus: how many CPUs' worth of time the check's processes together may use (a ``cpu``

@@ -20,12 +20,18 @@ Flow killed before that leaves it for the next Flow's sweep (``_cgroup.sweep_onc
 Where a mount is refused (Flow not root, a container without ``CAP_SYS_ADMIN``) there is no
 ``CheckDisk``. The copy is then made in the system temporary folder and, where bubblewrap has
 ``--size`` and ``sh`` and ``cp`` are in the system folders, copied again inside the jail onto
-a bubblewrap tmpfs at the workspace's path, sized to the copy plus ``disk_mib``
-(:class:`JailDisk`, ``sized_copy_tools``): the check's edits and new files stop with
-``ENOSPC`` there, as root. bubblewrap cannot bind one tmpfs made inside the jail at several
-places, so ``/tmp`` and ``/dev/shm`` are separate bubblewrap tmpfs of ``disk_mib`` each: in
-all a check writes at most three times ``disk_mib``, which ``sandbox_reason`` says. Without
-``--size`` or the tools, the copy is bounded only per file (``file_size_mib``).
+one bubblewrap ``--size`` tmpfs (:class:`JailDisk`, ``sized_copy_tools``). bubblewrap binds
+only host paths, so that one tmpfs is mounted where it can hold both the workspace's path and
+the check's ``/tmp`` (``disk_home``): at the jail's ``/tmp`` when the workspace lies under
+``/tmp`` (or ``/var/tmp``, a link to it in the jail), else at the workspace's parent folder,
+with ``/tmp`` a link to its ``.flow-tmp`` folder. ``/dev/shm`` is a folder of bubblewrap's
+own ``/dev`` and cannot be a link, so it is a tmpfs of its own whose size (``shm_share``:
+an eighth of ``disk_mib``) is taken off the first: what the check writes in its copy,
+``/tmp``, ``HOME`` and ``/dev/shm`` together stops with ``ENOSPC`` at ``disk_mib``, as root.
+Where no such place exists (a workspace right under ``/``, or in a system folder) ``/tmp``
+and ``/dev/shm`` are separate tmpfs of ``disk_mib`` each, three times ``disk_mib`` in all,
+which ``sandbox_reason`` says. Without ``--size`` or the tools, the copy is bounded only per
+file (``file_size_mib``).
 """
 
 from __future__ import annotations
@@ -38,11 +44,19 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flow_core.verify._cgroup import sweep_once
 
-__all__ = ["FULL_BYTES", "CheckDisk", "JailDisk", "make_disk", "sized_copy_tools"]
+__all__ = [
+    "FULL_BYTES",
+    "CheckDisk",
+    "JailDisk",
+    "disk_home",
+    "make_disk",
+    "shm_share",
+    "sized_copy_tools",
+]
 
 #: Free space below which the check is taken to have run into ``disk_mib`` (a write that
 #: failed with ``ENOSPC`` leaves less than a page).
@@ -178,52 +192,102 @@ def sized_copy_tools() -> tuple[str, str] | None:
     return (sh, cp) if sh is not None and cp is not None else None
 
 
+#: Folders of the jail the check's one tmpfs is never mounted at or in (``disk_home``).
+_NOT_HOME = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/dev",
+    "/proc",
+)
+
+
+def disk_home(workspace: str) -> str | None:
+    """Where the check's one bubblewrap tmpfs is mounted so that it holds both the workspace's
+    path and ``/tmp`` (see the module docstring), or None where no such place exists.
+
+    Args:
+        workspace: the workspace's real path.
+    """
+    for tmp in ("/tmp", "/var/tmp"):  # noqa: S108 - paths inside the jail
+        if workspace.startswith(tmp + "/"):
+            return "/tmp"  # noqa: S108
+    parent = os.path.dirname(workspace.rstrip("/"))
+    if parent in ("", "/") or any(parent == p or parent.startswith(p + "/") for p in _NOT_HOME):
+        return None
+    return parent
+
+
+def shm_share(disk_mib: int) -> int:
+    """Bytes of ``disk_mib`` given to ``/dev/shm`` when the check has one tmpfs (an eighth)."""
+    return max(1, disk_mib // 8) * _MIB
+
+
 @dataclass
 class JailDisk:
-    """The check's own tmpfs when Flow cannot mount one: bubblewrap's ``--size`` tmpfs at the
-    workspace's path (see the module docstring).
+    """The check's own tmpfs when Flow cannot mount one: bubblewrap's ``--size`` tmpfs (see
+    the module docstring), and the ``/dev/shm`` tmpfs that shares its bound.
 
-    Flow holds a descriptor of it, taken from ``/proc/PID/root`` of the jail's pid 1 before the
-    check runs (``attach``), so ``full`` still answers after the jail's mounts are gone.
+    Flow holds a descriptor of each, taken from ``/proc/PID/root`` of the jail's pid 1 before
+    the check runs (``attach``), so ``full`` still answers after the jail's mounts are gone.
 
     Attributes:
-        place: the workspace's path (inside the jail).
-        size: the tmpfs's size in bytes (the copy's pages plus ``disk_mib``).
-        fd: the descriptor, or -1 before ``attach``.
+        place: where it is mounted inside the jail (``disk_home``, or the workspace's path).
+        size: its size in bytes (the copy's pages plus ``disk_mib``, less ``shm``).
+        shm: the size of ``/dev/shm`` in bytes when it shares the bound (``shm_share``), or 0.
+        fds: ``(descriptor, free bytes below which it is full)``, empty before ``attach``.
     """
 
     place: str
     size: int
-    fd: int = -1
+    shm: int = 0
+    fds: list[tuple[int, int]] = field(default_factory=list)
 
     def attach(self, pid: int) -> None:
-        """Take the descriptor once bubblewrap has mounted the tmpfs (its size tells it from
-        the host folder at the same path); raises OSError after ``_ATTACH_TIMEOUT_S``."""
-        where = f"/proc/{pid}/root{self.place}"
+        """Take the descriptors once bubblewrap has mounted the tmpfs (their sizes tell them
+        from host folders at the same paths); raises OSError after ``_ATTACH_TIMEOUT_S``."""
         deadline = time.monotonic() + _ATTACH_TIMEOUT_S
-        while True:
-            with contextlib.suppress(OSError):
-                fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-                st = os.fstatvfs(fd)
-                if st.f_blocks * st.f_frsize == self.size:
-                    self.fd = fd
-                    return
-                os.close(fd)
-            if time.monotonic() > deadline:
-                raise OSError(f"the check's tmpfs did not appear at {self.place}")
-            threading.Event().wait(0.0005)  # bubblewrap is still mounting
+        fd = _open_sized(f"/proc/{pid}/root{self.place}", self.size, deadline)
+        self.fds.append((fd, FULL_BYTES))
+        if self.shm:
+            fd = _open_sized(f"/proc/{pid}/root/dev/shm", self.shm, deadline)
+            self.fds.append((fd, min(FULL_BYTES, self.shm // 16)))
 
     def full(self) -> bool:
-        """Whether less than ``FULL_BYTES`` is left (False before ``attach``)."""
-        try:
-            st = os.fstatvfs(self.fd)
-        except OSError:
-            return False
-        return st.f_bavail * st.f_frsize < FULL_BYTES
+        """Whether either has less than ``FULL_BYTES`` left (``/dev/shm``: a sixteenth of it
+        when that is less); False before ``attach``."""
+        for fd, least in self.fds:
+            try:
+                st = os.fstatvfs(fd)
+            except OSError:
+                continue
+            if st.f_bavail * st.f_frsize < least:
+                return True
+        return False
 
     def close(self) -> None:
         """Let the tmpfs go; never raises."""
-        if self.fd >= 0:
+        for fd, _ in self.fds:
             with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
+                os.close(fd)
+        self.fds = []
+
+
+def _open_sized(where: str, size: int, deadline: float) -> int:
+    """A descriptor of the folder ``where`` once a filesystem of ``size`` bytes is mounted
+    there; raises OSError past ``deadline``."""
+    while True:
+        with contextlib.suppress(OSError):
+            fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            st = os.fstatvfs(fd)
+            if st.f_blocks * st.f_frsize == size:
+                return fd
+            os.close(fd)
+        if time.monotonic() > deadline:
+            raise OSError(f"the check's tmpfs did not appear at {where}")
+        threading.Event().wait(0.0005)  # bubblewrap is still mounting

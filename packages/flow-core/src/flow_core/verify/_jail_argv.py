@@ -155,9 +155,12 @@ class JailLayout:
         caches: ``(host folder, place in the copy)`` of ``verify/_caches.py``, bound
             read-write over the copy before the read-only binds.
         sized: ``(tmpfs bytes, RLIMIT_FSIZE bytes, sh, cp)`` when Flow could not mount the
-            check's own tmpfs (``verify/_disk.JailDisk``): the workspace's path is then a
-            bubblewrap tmpfs of that size, ``tree`` is shown read-only at ``COPY_SOURCE``,
+            check's own tmpfs (``verify/_disk.JailDisk``): a bubblewrap tmpfs of that size
+            holds the workspace's path, ``tree`` is shown read-only at ``COPY_SOURCE``,
             and ``sh`` runs ``cp`` into it, sets the file-size limit and execs the check.
+        disk_at: with ``sized``, where that tmpfs is mounted so that it also holds ``/tmp``
+            (``verify/_disk.disk_home``); None: at the workspace's path, ``/tmp`` apart.
+        shm_size: with ``disk_at``, the size of ``/dev/shm`` in bytes (``_disk.shm_share``).
     """
 
     workspace: str
@@ -169,6 +172,8 @@ class JailLayout:
     scratch: tuple[str, str] | None = None
     caches: Sequence[tuple[str, str]] = ()
     sized: tuple[int, int, str, str] | None = None
+    disk_at: str | None = None
+    shm_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -212,14 +217,10 @@ def bwrap_argv(
         out += ["--perms", "0644", "--file", str(fd), path]
     for fd, name in zip(fds.identity, ("/etc/passwd", "/etc/group"), strict=False):
         out += ["--perms", "0644", "--ro-bind-data", str(fd), name]
-    size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
-    for i, place in enumerate((TMP, SHM)):
-        scratch = layout.scratch
-        mount = ["--bind", scratch[i]] if scratch else ["--perms", "1777", *size, "--tmpfs"]
-        out += [*mount, place]
+    shown = [s for s in SYSTEM if os.path.exists(s)] + ["/dev", "/proc"]
+    out += _scratch_part(bwrap, cfg, layout, shown, made)
     out += ["--perms", "0755", "--dir", "/var", "--symlink", "../tmp", VAR_TMP]
     made.update(("/var", TMP))
-    shown = [s for s in SYSTEM if os.path.exists(s)] + ["/dev", "/proc"]
     needed = _needed(layout.argv[0], cfg, environ.get("PATH", "") if cfg.passes("PATH") else "")
     needed += [who.setpriv] if who.setpriv else []
     for path in sorted(dict.fromkeys(os.path.normpath(p) for p in needed), key=len):
@@ -228,6 +229,36 @@ def bwrap_argv(
             out += [*_open_parents(path, shown, made), "--ro-bind-try", path, path]
     out += [*_workspace_part(layout, shown, made), "--remount-ro", "/"]
     return [*out, "--chdir", layout.workspace, "--", *_copy_step(layout), *layout.argv]
+
+
+def _scratch_part(
+    bwrap: str, cfg: SandboxConfig, layout: JailLayout, shown: list[str], made: set[str]
+) -> list[str]:
+    """``/tmp`` and ``/dev/shm``, then bubblewrap's ``/dev`` made read-only (the check's user
+    owns it when Flow is not root: unbounded otherwise; its device nodes and ``/dev/pts``
+    are mounts of their own and stay usable).
+
+    Flow's tmpfs (``layout.scratch``, root): its folders. ``layout.disk_at`` (not root, with
+    ``--size``): one tmpfs there that holds the workspace's path and ``/tmp`` (a relative link
+    to its ``.flow-tmp`` unless it is ``/tmp``), and ``/dev/shm`` of ``layout.shm_size``
+    (``verify/_disk.py``). Else a tmpfs of ``disk_mib`` at each.
+    """
+    home = layout.disk_at
+    if layout.scratch is not None:
+        out = ["--bind", layout.scratch[0], TMP, "--bind", layout.scratch[1], SHM]
+    elif home is not None and layout.sized is not None:
+        perms = "1777" if home == TMP else "0755"
+        out = [*_open_parents(home, shown, made), "--perms", perms]
+        out += ["--size", str(layout.sized[0]), "--tmpfs", home]
+        made.add(home)
+        if home != TMP:
+            inner = os.path.join(home, ".flow-tmp")
+            out += ["--perms", "1777", "--dir", inner, "--symlink", inner.lstrip("/"), TMP]
+        out += ["--perms", "1777", "--size", str(layout.shm_size), "--tmpfs", SHM]
+    else:
+        size = ["--size", str(cfg.disk_mib * 1024 * 1024)] if _has_size(bwrap) else []
+        out = [w for p in (TMP, SHM) for w in ("--perms", "1777", *size, "--tmpfs", p)]
+    return [*out, "--remount-ro", "/dev"]
 
 
 def _copy_step(layout: JailLayout) -> list[str]:
@@ -251,7 +282,10 @@ def _workspace_part(layout: JailLayout, shown: list[str], made: set[str]) -> lis
     out = ["--perms", "0777", "--dir", JAIL_HOME, *_open_parents(workspace, shown, made)]
     if layout.sized is not None and layout.tree is not None:
         out += ["--ro-bind", layout.tree, COPY_SOURCE, "--perms", "0755"]
-        out += ["--size", str(layout.sized[0]), "--tmpfs", workspace]
+        if layout.disk_at is not None:  # a folder of the check's one tmpfs (_scratch_part)
+            out += ["--dir", workspace]
+        else:
+            out += ["--size", str(layout.sized[0]), "--tmpfs", workspace]
     else:
         out += ["--bind", layout.tree or workspace, workspace]
     for host, place in layout.caches:  # operator-named caches kept across checks

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from flow_core._errors import ConfigError
 from flow_core._report import SandboxKind, SandboxStatus
 from flow_core.config._sandbox import SandboxConfig
+from flow_core.verify import _reaper
 from flow_core.verify._cgroup import cgroup_parents
 from flow_core.verify._jail_user import TMP, CheckUser, check_user, jail_flags
 from flow_core.verify._seccomp import seccomp_program
@@ -91,6 +92,9 @@ def _probe_argv(exe: str, search: str, user: CheckUser | None) -> list[str]:
 
 
 def _run_probe(exe: str, argv: list[str], search: str) -> Probe:
+    # The probe binds / recursively and makes each mount below it read-only: one that this
+    # process is unmounting meanwhile (a check's tmpfs, verify/_reaper.py) would fail it.
+    _reaper.settle()
     try:
         done = subprocess.run(
             argv,

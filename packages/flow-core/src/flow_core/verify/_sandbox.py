@@ -11,9 +11,9 @@ what ``run_check`` starts, according to ``[sandbox]`` (``flow_core.config._sandb
    time-zone and certificate files, toolchain configuration, ``resolv.conf`` only with the
    network, generated ``passwd``/``group``); nothing else of the host (``/opt``, ``/srv``,
    ``/var``, ``/run``, homes, ``/sys``, and every socket or FIFO in them) exists there;
-2. ``--dev /dev``, ``--proc /proc`` (the jail's own pid namespace), ``--tmpfs /tmp`` and
-   ``--tmpfs /dev/shm`` (private, empty, each of ``disk_mib``; ``/var/tmp`` links to
-   ``/tmp``);
+2. ``--dev /dev``, ``--proc /proc`` (the jail's own pid namespace), a private, empty
+   ``/tmp`` and ``/dev/shm`` on the check's own disk (``verify/_disk.py``; ``/var/tmp``
+   links to ``/tmp``), then ``/dev`` made read-only;
 3. ``--ro-bind`` the paths the check needs: the executable, its virtualenv (with the
    folders its ``.pth`` files add) and the Python it was made from, ``bin/`` and ``lib*/``
    of the prefix an executable lives in, a script's ``#!`` interpreter, ``PATH`` entries,
@@ -44,8 +44,8 @@ hierarchy, or the root of a cgroup v2 hierarchy with ``pids`` enabled), because
 says so in ``sandbox_reason``. ``sandbox.cpu_seconds`` is a total: a thread reads the
 cgroup's CPU time every 0.1 s and ends the check past it (``verify/_jail.py``, ``Jail._watch``).
 Everything a jailed check writes lies on its own tmpfs of ``disk_mib`` beyond its copy
-(``verify/_disk.py``) where Flow may mount one; the results folder (``writable``) is bounded
-per file only.
+(``verify/_disk.py``: Flow's when root, else bubblewrap's); the results folder
+(``writable``) is bounded per file only.
 
 The environment is rebuilt from ``sandbox.env`` (default ``PATH LANG LC_* TERM TZ``), with
 ``HOME`` an empty private directory. ``mode = "auto"`` without a usable bubblewrap still
@@ -65,7 +65,7 @@ from flow_core.config._sandbox import SandboxConfig
 from flow_core.verify import _reaper
 from flow_core.verify._caches import cache_folders
 from flow_core.verify._cgroup import CheckCgroup, make_cgroup
-from flow_core.verify._disk import JailDisk, make_disk, sized_copy_tools
+from flow_core.verify._disk import JailDisk, disk_home, make_disk, shm_share, sized_copy_tools
 from flow_core.verify._jail import CheckScope, Jail
 from flow_core.verify._jail_argv import (
     JAIL_HOME,
@@ -280,10 +280,7 @@ def _furnish(
     if disk is not None:
         disk.bound(cfg.disk_mib)
     elif sized and tools is not None:
-        jail.disk = JailDisk(workspace, tree.space + cfg.disk_mib * _MIB)
-        jail._later.append(jail.disk.close)
-        fsize = dict(_limit_values(cfg))[resource.RLIMIT_FSIZE]
-        layout = replace(layout, sized=(jail.disk.size, fsize, *tools))
+        layout = _one_disk(jail, cfg, layout, tree.space, tools)
     if user.owner is not None:
         for folder in layout.writable:  # the results folder: the check writes there
             os.chown(folder, *user.owner)
@@ -300,7 +297,7 @@ def _furnish(
     _keep(jail, block_r)
     notes = [user.missing] if user.missing else []
     notes += [f"no seccomp filter: {no_filter}"] if no_filter else []
-    if no_disk:
+    if no_disk and layout.disk_at is None:  # else bounded in all (_one_disk)
         notes.append(f"{UNBOUND['disk_per_place' if sized else 'disk_mib']}: {no_disk}")
     notes += [f"kept across checks (sandbox.caches): {', '.join(cfg.caches)}"] if caches else []
     notes += [f"sandbox.caches not kept: {no_cache}"] if no_cache else []
@@ -313,6 +310,22 @@ def _furnish(
         caches=caches,
     )
     return layout, JailFds(write_fd, block_r, filter_fd, identity, etc_files)
+
+
+def _one_disk(
+    jail: Jail, cfg: SandboxConfig, layout: JailLayout, space: int, tools: tuple[str, str]
+) -> JailLayout:
+    """Not root, with bubblewrap's ``--size``: the check's disk is one bubblewrap tmpfs of the
+    copy's ``space`` (bytes) plus ``disk_mib`` that holds the copy and ``/tmp``, and a
+    ``/dev/shm`` whose size is taken off it (``verify/_disk.py``: ``disk_home``,
+    ``shm_share``); where no place holds both, a tmpfs at the workspace's path alone."""
+    home = disk_home(layout.workspace)
+    shm = shm_share(cfg.disk_mib) if home is not None else 0
+    jail.disk = JailDisk(home or layout.workspace, space + cfg.disk_mib * _MIB - shm, shm)
+    jail._later.append(jail.disk.close)
+    fsize = dict(_limit_values(cfg))[resource.RLIMIT_FSIZE]
+    sized = (jail.disk.size, fsize, *tools)
+    return replace(layout, sized=sized, disk_at=home, shm_size=shm)
 
 
 def _shadowed(rel: str, places: Sequence[str]) -> bool:
