@@ -226,6 +226,11 @@ def test_store_inside_the_workspace_is_refused(
     assert result.json()["errors"][0]["code"] == "run_store_unusable"
     assert (workspace / "calc.py").read_text() == ORIGINAL
     assert not (workspace / ".state").exists()
+    # flow status opens no store, but refuses one inside the workspace all the same.
+    status = env.flow("status", "--config", str(cfg))
+    assert status.code == 2
+    assert status.json()["errors"][0]["code"] == "run_store_unusable"
+    assert not (workspace / ".state").exists()
 
 
 def test_tui_lists_shows_diffs_and_undoes_runs(

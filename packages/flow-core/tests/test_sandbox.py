@@ -431,16 +431,22 @@ def test_status_report_says_whether_the_jail_is_usable(ws: Path) -> None:
 def test_the_status_report_loads_nothing_of_the_jail_or_the_seams(ws: Path) -> None:
     """``flow status`` reports the probe (``verify/_probe.py``) but builds no jail: the
     modules that make the private tree, the mounts and the jail stay unloaded, and so do the
-    seams' classes (``_protocols.py``; the role names come from ``_roles.py``)."""
+    seams' classes (``_protocols.py``; the role names come from ``_roles.py``), and the run
+    store's location is checked (``store/_where.py``) without loading the store itself, and
+    a successful status reads no error table (``_catalogue.py``, ``_codes.py``)."""
     code = (
         "import sys\n"
-        "from flow_core import config_status, load_config\n"
+        "from flow_core import config_status, exit_code_for, load_config, run_store_root\n"
         f"loaded = load_config(config_file=None, workspace={str(ws)!r})\n"
+        "run_store_root(loaded.config)\n"
         "report = config_status(loaded.config, trusted=False, sources=loaded.sources)\n"
         "assert report.sandbox is not None and report.sandbox.mode == 'auto'\n"
+        "assert report.warnings and exit_code_for(report) == 0\n"
         "jail = ('flow_core.verify._sandbox', 'flow_core.verify._jail', 'flow_core.verify._tree',\n"
         "        'flow_core.verify._disk', 'flow_core.verify._scratch', 'flow_core._protocols',\n"
-        "        'flow_core.verify._jail_argv', 'flow_core.verify._jail_root', 'ctypes.util')\n"
+        "        'flow_core.verify._jail_argv', 'flow_core.verify._jail_root', 'ctypes.util',\n"
+        "        'flow_core.store._store', 'flow_core.store._record', 'flow_core._catalogue',\n"
+        "        'flow_core._codes')\n"
         "loaded_jail = [m for m in jail if m in sys.modules]\n"
         "assert loaded_jail == [], loaded_jail\n"
     )

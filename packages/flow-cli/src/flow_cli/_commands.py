@@ -86,10 +86,10 @@ def status_report(opts: CommonOptions) -> tuple[Report, FlowConfig]:
     Raises:
         flow_core.ConfigError, flow_core.store.StoreError: as for :func:`build_runtime`.
     """
-    from flow_core import config_status, load_config, user_run_store
+    from flow_core import config_status, load_config, run_store_root
 
     loaded = load_config(config_file=opts.config, workspace=opts.workspace, model=opts.model)
-    user_run_store(loaded.config)
+    run_store_root(loaded.config)
     report = config_status(
         loaded.config, trusted=opts.trusted, sources=loaded.sources, remembered=True
     )

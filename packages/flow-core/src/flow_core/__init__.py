@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from flow_core._factory import (
         config_status as config_status,
         open_runtime as open_runtime,
+        run_store_root as run_store_root,
         user_run_store as user_run_store,
     )
     from flow_core._outcome import (
@@ -182,7 +183,12 @@ else:
                 "NotTrustedError",
                 "UnknownCheckError",
             ),
-            "flow_core._factory": ("config_status", "open_runtime", "user_run_store"),
+            "flow_core._factory": (
+                "config_status",
+                "open_runtime",
+                "run_store_root",
+                "user_run_store",
+            ),
             "flow_core._outcome": (
                 "error_report",
                 "exit_code_for",

@@ -2,9 +2,10 @@
 
 After ``load_config``, ``config_status`` answers ``status`` from the config alone (no runtime,
 no run store opened, no backend: ``flow status`` stays a cold start of the config and the
-report), and ``open_runtime`` wires a ``Runtime`` the same way for every front end: the
-loaded config and its sources, the trust flag, a progress sink, an attached editor, and the
-user's run store (``$XDG_STATE_HOME/flow/runs``), refused when it lies inside the workspace.
+report; ``run_store_root`` checks where the store lives without loading it), and
+``open_runtime`` wires a ``Runtime`` the same way for every front end: the loaded config and
+its sources, the trust flag, a progress sink, an attached editor, and the user's run store
+(``$XDG_STATE_HOME/flow/runs``), refused when it lies inside the workspace.
 Source of the shape: ``docs/architecture.md``, section "Runtime".
 """
 
@@ -14,13 +15,28 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from flow_core._protocols import EditorBridge, EventSink
     from flow_core._report import Report
     from flow_core.config import FlowConfig, LoadedConfig
     from flow_core.run import Runtime
     from flow_core.store import RunStore
 
-__all__ = ["config_status", "open_runtime", "user_run_store"]
+__all__ = ["config_status", "open_runtime", "run_store_root", "user_run_store"]
+
+
+def run_store_root(config: FlowConfig) -> Path:
+    """Where the user's run store for ``config``'s workspace lives, checked as
+    ``user_run_store`` checks it, with nothing opened and the store's code not loaded
+    (``store/_where.py``; ``flow status``).
+
+    Raises:
+        StoreError: ``run_store_unusable`` when it lies inside the workspace.
+    """
+    from flow_core.store._where import store_root_outside
+
+    return store_root_outside(config.workspace_dir)
 
 
 def user_run_store(config: FlowConfig) -> RunStore:

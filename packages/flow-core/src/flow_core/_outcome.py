@@ -9,11 +9,13 @@ catalogue (``ERROR_CATEGORIES``: usage 2, failure 1, interrupted 130); an MCP to
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from flow_core.__about__ import __version__
-from flow_core._catalogue import EXIT_CODES, ErrorCode, error_category
 from flow_core._report import ErrorInfo, Report
+
+if TYPE_CHECKING:
+    from flow_core._catalogue import ErrorCode
 
 __all__ = ["error_report", "exit_code_for", "is_error"]
 
@@ -46,6 +48,8 @@ def error_report(
         base: a report that already describes the setup (``Runtime.status()``); its
             workspace, sources, models and checks are kept.
     """
+    from flow_core._catalogue import error_category
+
     status: Literal["error", "interrupted"] = (
         "interrupted" if error_category(code) == "interrupted" else "error"
     )
@@ -74,7 +78,12 @@ def exit_code_for(report: Report) -> int:
     change could not be applied to the workspace exits 1) and ``interrupted`` 130. An
     ``error`` report takes the strongest category among its error codes (interrupted, then
     usage, then failure); any other status (``failed``, ``unverified``, ``read_only``) exits 1.
+    A success reads no catalogue (``flow status`` does not load the error table).
     """
+    if report.status in _SUCCESS and report.isolation is None:
+        return 0
+    from flow_core._catalogue import EXIT_CODES, error_category
+
     if report.isolation is not None and report.verified and not report.isolation.applied:
         return EXIT_CODES["failure"]  # verified in isolation, but the workspace moved
     if report.status in _SUCCESS:

@@ -13,16 +13,24 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from flow_core._catalogue import codes_of
 from flow_core._report import ErrorInfo
 
 if TYPE_CHECKING:
     from flow_core.config import FlowConfig
 
-__all__ = ["PREFLIGHT_CODES", "config_hints", "preflight"]
+__all__ = ["config_hints", "preflight"]  # and PREFLIGHT_CODES, built on first read
 
-#: Preflight codes, each with its meaning and fix (a view of the catalogue's rows).
-PREFLIGHT_CODES: dict[str, str] = codes_of("preflight")
+
+def __getattr__(name: str) -> dict[str, str]:
+    """``PREFLIGHT_CODES``: the preflight codes, each with its meaning (a view of the
+    catalogue's rows, ``flow_core._catalogue.codes_of``), built when first read, so that
+    ``flow status`` does not load the error table (PEP 562)."""
+    if name == "PREFLIGHT_CODES":
+        from flow_core._catalogue import codes_of
+
+        return codes_of("preflight")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Check timeouts below this many milliseconds are almost surely seconds written by mistake.
 SHORT_TIMEOUT_MS = 1000

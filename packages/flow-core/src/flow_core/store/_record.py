@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from flow_core._errors import FlowError
 from flow_core.store._bytes import (
     MAX_STRING_CHARS,
     cut_strings,
@@ -52,6 +51,7 @@ from flow_core.store._bytes import (
     write_all,
     write_atomic,
 )
+from flow_core.store._where import StoreError
 
 __all__ = [
     "MAX_STRING_CHARS",
@@ -62,17 +62,6 @@ __all__ = [
     "sha256",
     "text_bytes",
 ]
-
-
-class StoreError(FlowError):
-    """The run store cannot be used, or a run record refuses an operation.
-
-    Codes: ``run_store_unusable``, ``run_not_found``, ``run_store_full``, ``undo_conflict``,
-    ``undo_failed``, ``apply_conflict``, ``apply_refused``, ``isolate_failed``,
-    ``workspace_busy``.
-    """
-
-    default_code = "run_store_unusable"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from flow_core.__about__ import __version__
 from flow_core.config._runs import RunsConfig
 from flow_core.store._bytes import now_iso, read_small
-from flow_core.store._record import RunRecord, StoreError
+from flow_core.store._record import RunRecord
+from flow_core.store._where import StoreError, default_store_root, store_root_outside
 
 if TYPE_CHECKING:
     from flow_core.store._lock import WorkspaceLock
@@ -31,14 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["RunInfo", "RunStore", "default_store_root"]
 
 _META_LIMIT = 1024 * 1024
-
-
-def default_store_root(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/flow/runs``; ``~/.local/state/flow/runs`` when it is unset, empty or
-    relative (XDG Base Directory Specification, "XDG_STATE_HOME")."""
-    from flow_core._xdg import state_dir
-
-    return state_dir(environ) / "runs"
 
 
 _clock = {"last_us": 0}
@@ -64,15 +57,6 @@ def _valid_id(run_id: str) -> bool:
         and run_id[0].isdigit()
         and all(c.isalnum() or c == "-" for c in run_id)
     )
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        return os.path.commonpath([os.path.realpath(path), os.path.realpath(root)]) == (
-            os.path.realpath(root)
-        )
-    except ValueError:
-        return False
 
 
 def process_start(pid: int) -> str | None:
@@ -175,14 +159,7 @@ class RunStore:
         Raises:
             StoreError: code ``run_store_unusable`` naming the fix (set XDG_STATE_HOME).
         """
-        root = default_store_root(environ)
-        if _inside(root, Path(workspace)):
-            raise StoreError(
-                f"the run store {root} lies inside the workspace {os.fspath(workspace)}; a "
-                "run's record must be out of the model's reach; fix: set XDG_STATE_HOME to a "
-                "directory outside the workspace",
-            )
-        return cls(root, limits)
+        return cls(store_root_outside(workspace, environ), limits)
 
     def _ensure_root(self) -> None:
         try:

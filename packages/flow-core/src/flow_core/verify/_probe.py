@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import threading
 from dataclasses import dataclass
 
@@ -92,6 +91,8 @@ def _probe_argv(exe: str, search: str, user: CheckUser | None) -> list[str]:
 
 
 def _run_probe(exe: str, argv: list[str], search: str) -> Probe:
+    import subprocess  # only here: a remembered probe (flow status) starts no process
+
     # The probe binds / recursively and makes each mount below it read-only: one that this
     # process is unmounting meanwhile (a check's tmpfs, verify/_reaper.py) would fail it.
     _reaper.settle()
