@@ -229,6 +229,7 @@ def _coder_overhead(count: Callable[[str], list[int]], *, exact: bool) -> dict[s
 
 
 def _interrupt_latency() -> dict[str, Any]:
+    from flow_core.models import HTTPSettings
     from flow_core.models.openai import OpenAIBackend
 
     listener = socket.socket()
@@ -261,7 +262,7 @@ def _interrupt_latency() -> dict[str, Any]:
         config = FlowConfig.model_validate(
             {"workspace_dir": tmp, "backend": "openai", "openai": {"base_url": url}}
         )
-        backend = OpenAIBackend(url, timeout=60, tool_results="native")
+        backend = OpenAIBackend(HTTPSettings(url, timeout=60, tool_results="native"))
         rt = Runtime(config, trusted=False, backend=backend)
         result: list[Any] = []
         runner = threading.Thread(target=lambda: result.append(rt.run("plan")))

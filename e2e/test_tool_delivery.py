@@ -18,6 +18,7 @@ import modelserver
 import pytest
 
 from flow_core import ChatMessage, ToolCall
+from flow_core.models import HTTPSettings
 from flow_core.models.openai import OpenAIBackend
 
 #: A real file, about 2 KB: the e2e sample's sources, twice.
@@ -72,7 +73,7 @@ def test_every_tool_result_reaches_the_bundled_model(
     expected = _tokens(model_server, content)
     assert expected > 100
     options = {"max_reply_tokens": 1, "seed": 7, "temperature": 0.0}
-    with_auto = OpenAIBackend(model_server.base_url, timeout=300, options=options)
+    with_auto = OpenAIBackend(HTTPSettings(model_server.base_url, timeout=300, options=options))
     grown = _growth(with_auto, model, content)
     assert grown >= 0.9 * expected, (with_auto.delivery, grown, expected)
     assert with_auto.delivery[model] == "user"
@@ -80,7 +81,7 @@ def test_every_tool_result_reaches_the_bundled_model(
 
     # Negative control: the server's template loses the result when sent in the tool role.
     native = OpenAIBackend(
-        model_server.base_url, timeout=300, options=options, tool_results="native"
+        HTTPSettings(model_server.base_url, timeout=300, options=options, tool_results="native")
     )
     assert _growth(native, model, content) < 0.1 * expected
     native.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flow_core import Event, OllamaBackend, Runtime
+from flow_core.models import HTTPSettings
 from flow_testing import model_server as replay
 
 
@@ -18,7 +19,7 @@ def test_streamed_fragments_and_the_reply_become_events(flow_config: Any) -> Non
             ),
         )
         config = flow_config(ollama={"base_url": server.url, "model": "m"})
-        backend = OllamaBackend(server.url, timeout=5)
+        backend = OllamaBackend(HTTPSettings(server.url, timeout=5))
         with Runtime(config, trusted=False, backend=backend, on_event=events.append) as rt:
             report = rt.run("plan something")
     assert report.status == "read_only"
@@ -40,7 +41,7 @@ def test_streamed_fragments_and_the_reply_become_events(flow_config: Any) -> Non
 def test_a_backend_used_alone_streams_without_a_meter() -> None:
     with replay.FakeModelServer() as server:
         server.queue_stream("/api/chat", replay.chat_lines(["a", "b"], model="m"))
-        with OllamaBackend(server.url, timeout=5) as backend:
+        with OllamaBackend(HTTPSettings(server.url, timeout=5)) as backend:
             from flow_core import ChatMessage
 
             reply = backend.chat("m", [ChatMessage("user", "hi")])

@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from flow_core import ChatMessage, OllamaBackend, Runtime
+from flow_core.models import HTTPSettings
 from flow_core.models.openai import OpenAIBackend
 from flow_testing import model_server as replay
 
@@ -59,10 +60,8 @@ def test_ollama_wire_form() -> None:
         "keep_alive": "10m",
     }
     backend = OllamaBackend(
-        "http://127.0.0.1:11434",
-        timeout=5,
+        HTTPSettings("http://127.0.0.1:11434", timeout=5, options=opts),
         stream=False,
-        options=opts,
         transport=httpx.MockTransport(reply),
     )
     backend.chat("m", [ChatMessage("user", "hi")])
@@ -86,7 +85,8 @@ def test_openai_wire_form() -> None:
 
     opts = {"temperature": 0.0, "seed": 1, "max_reply_tokens": 300, "cache_prompt": True}
     backend = OpenAIBackend(
-        "http://127.0.0.1:8080/v1", timeout=5, options=opts, transport=httpx.MockTransport(reply)
+        HTTPSettings("http://127.0.0.1:8080/v1", timeout=5, options=opts),
+        transport=httpx.MockTransport(reply),
     )
     backend.chat("m", [ChatMessage("user", "hi")])
     body = seen[0]
@@ -103,7 +103,7 @@ def test_llama_server_props_give_the_window() -> None:
         return httpx.Response(404, json={"error": "nope"})
 
     backend = OpenAIBackend(
-        "http://127.0.0.1:8080/v1", timeout=5, transport=httpx.MockTransport(reply)
+        HTTPSettings("http://127.0.0.1:8080/v1", timeout=5), transport=httpx.MockTransport(reply)
     )
     assert backend.context_window("m") == 4096
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from flow_core import BackendError, ChatMessage, OllamaBackend, parse_reply
+from flow_core.models import HTTPSettings
 from flow_testing import model_server as replay
 
 TOOLS = ["read_file", "write_file"]
@@ -41,7 +42,7 @@ def queue_chat(
 
 def test_plain_reply(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, ["The bug ", "is in ", "parse()."])
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         reply = b.chat("qwen2.5-coder:7b", USER)
     assert reply.content == "The bug is in parse()."
     assert reply.finish_reason == "stop"
@@ -57,7 +58,7 @@ def test_structured_tool_call(server: replay.FakeModelServer, streaming: bool) -
     queue_chat(
         server, streaming, [""], tool_calls=[replay.tool_call("read_file", {"path": "a.py"})]
     )
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         reply = b.chat("m", USER, tools=[{"type": "function", "function": {"name": "read_file"}}])
     parsed = parse_reply(reply, TOOLS, max_chars=10_000)
     assert parsed.issues == ()
@@ -80,7 +81,7 @@ def test_tool_call_written_as_text(
 ) -> None:
     # streamed token by token, as a model would emit it
     queue_chat(server, streaming, [text[i : i + 7] for i in range(0, len(text), 7)])
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         reply = b.chat("m", USER)
     assert reply.tool_calls == ()
     assert reply.content == text
@@ -93,7 +94,7 @@ def test_arguments_as_json_string(server: replay.FakeModelServer, streaming: boo
     queue_chat(
         server, streaming, [""], tool_calls=[replay.tool_call("read_file", '{"path": "a.py"}')]
     )
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         parsed = parse_reply(b.chat("m", USER), TOOLS, max_chars=10_000)
     assert parsed.codes == ("arguments_as_string",)
     assert parsed.tool_calls[0].arguments == {"path": "a.py"}
@@ -101,7 +102,7 @@ def test_arguments_as_json_string(server: replay.FakeModelServer, streaming: boo
 
 def test_unknown_tool(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, [""], tool_calls=[replay.tool_call("run_shell", {"cmd": "ls"})])
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         parsed = parse_reply(b.chat("m", USER), TOOLS, max_chars=10_000)
     assert parsed.codes == ("unknown_tool",)
     assert parsed.tool_calls == ()
@@ -110,14 +111,14 @@ def test_unknown_tool(server: replay.FakeModelServer, streaming: bool) -> None:
 
 def test_empty_reply(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, [""])
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         parsed = parse_reply(b.chat("m", USER), TOOLS, max_chars=10_000)
     assert parsed.codes == ("empty_reply",)
 
 
 def test_reply_cut_by_context(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, ["def f(", "x):\n    return"], done_reason="length")
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         reply = b.chat("m", USER)
     assert reply.finish_reason == "length"
     assert parse_reply(reply, TOOLS, max_chars=10_000).codes == ("context_overflow",)
@@ -126,7 +127,9 @@ def test_reply_cut_by_context(server: replay.FakeModelServer, streaming: bool) -
 def test_oversize_reply(server: replay.FakeModelServer, streaming: bool) -> None:
     queue_chat(server, streaming, ["z" * 1000] * 20)
     with (
-        OllamaBackend(server.url, timeout=5, stream=streaming, max_response_bytes=8_000) as b,
+        OllamaBackend(
+            HTTPSettings(server.url, timeout=5, max_response_bytes=8_000), stream=streaming
+        ) as b,
         pytest.raises(BackendError) as err,
     ):
         b.chat("m", USER)
@@ -137,7 +140,7 @@ def test_reply_over_char_cap_but_under_byte_cap(
     server: replay.FakeModelServer, streaming: bool
 ) -> None:
     queue_chat(server, streaming, ["z" * 1000] * 5)
-    with OllamaBackend(server.url, timeout=5, stream=streaming) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b:
         parsed = parse_reply(b.chat("m", USER), TOOLS, max_chars=1200)
     assert parsed.codes == ("reply_too_large",)
     assert len(parsed.text) == 1200
@@ -147,7 +150,10 @@ def test_malformed_json_line(server: replay.FakeModelServer) -> None:
     lines = replay.ndjson(replay.chat_lines(["ok"]))
     lines.insert(1, b'{"model": "m", "message": {"content": "trunc\n')
     server.queue("POST", "/api/chat", replay.Reply(200, lines))
-    with OllamaBackend(server.url, timeout=5) as b, pytest.raises(BackendError) as err:
+    with (
+        OllamaBackend(HTTPSettings(server.url, timeout=5)) as b,
+        pytest.raises(BackendError) as err,
+    ):
         b.chat("m", USER)
     assert err.value.code == "backend_malformed"
 
@@ -155,7 +161,7 @@ def test_malformed_json_line(server: replay.FakeModelServer) -> None:
 def test_malformed_single_object(server: replay.FakeModelServer) -> None:
     server.queue("POST", "/api/chat", replay.Reply(200, [b"<html>proxy error</html>"]))
     with (
-        OllamaBackend(server.url, timeout=5, stream=False) as b,
+        OllamaBackend(HTTPSettings(server.url, timeout=5), stream=False) as b,
         pytest.raises(BackendError) as err,
     ):
         b.chat("m", USER)
@@ -169,7 +175,10 @@ def test_redirect_refused(server: replay.FakeModelServer) -> None:
         "/api/chat",
         replay.Reply(307, [], headers={"Location": "http://198.51.100.7:11434/api/chat"}),
     )
-    with OllamaBackend(server.url, timeout=5) as b, pytest.raises(BackendError) as err:
+    with (
+        OllamaBackend(HTTPSettings(server.url, timeout=5)) as b,
+        pytest.raises(BackendError) as err,
+    ):
         b.chat("m", USER)
     assert err.value.code == "redirect_refused"
     assert len(server.received) == 1
@@ -183,7 +192,7 @@ def test_model_not_found(server: replay.FakeModelServer, streaming: bool) -> Non
         status=404,
     )
     with (
-        OllamaBackend(server.url, timeout=5, stream=streaming) as b,
+        OllamaBackend(HTTPSettings(server.url, timeout=5), stream=streaming) as b,
         pytest.raises(BackendError) as err,
     ):
         b.chat("qwen9:99b", USER)
@@ -192,7 +201,10 @@ def test_model_not_found(server: replay.FakeModelServer, streaming: bool) -> Non
 
 
 def test_unknown_route_is_http_error(server: replay.FakeModelServer) -> None:
-    with OllamaBackend(server.url, timeout=5) as b, pytest.raises(BackendError) as err:
+    with (
+        OllamaBackend(HTTPSettings(server.url, timeout=5)) as b,
+        pytest.raises(BackendError) as err,
+    ):
         b.chat("m", USER)  # nothing queued: Ollama's plain "404 page not found"
     assert err.value.code == "backend_http"
     assert "HTTP 404" in str(err.value)
@@ -202,7 +214,7 @@ def test_list_models_and_show(server: replay.FakeModelServer) -> None:
     server.queue_json("GET", "/api/tags", replay.TAGS)
     server.queue_json("POST", "/api/show", replay.SHOW)
     server.queue_json("POST", "/api/show", {"error": "model 'x' not found"}, status=404)
-    with OllamaBackend(server.url, timeout=5) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5)) as b:
         assert b.list_models() == ["qwen2.5-coder:7b", "llama3.2:latest"]
         assert "tools" in b.show("qwen2.5-coder:7b")["capabilities"]
         with pytest.raises(BackendError) as err:
@@ -220,7 +232,7 @@ def test_environment_proxies_are_ignored(
     monkeypatch.setenv("NO_PROXY", "")
     monkeypatch.setenv("no_proxy", "")
     server.queue_json("GET", "/api/tags", replay.TAGS)
-    with OllamaBackend(server.url, timeout=5) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5)) as b:
         assert len(b.list_models()) == 2
 
 
@@ -228,7 +240,10 @@ def test_timeout(server: replay.FakeModelServer) -> None:
     release = threading.Event()
     server.queue("POST", "/api/chat", replay.Reply(200, [b"{}"], hold=release))
     try:
-        with OllamaBackend(server.url, timeout=0.2) as b, pytest.raises(BackendError) as err:
+        with (
+            OllamaBackend(HTTPSettings(server.url, timeout=0.2)) as b,
+            pytest.raises(BackendError) as err,
+        ):
             b.chat("m", USER)
     finally:
         release.set()
@@ -246,7 +261,7 @@ def _closed_port() -> int:
 
 def test_connection_refused() -> None:
     url = f"http://127.0.0.1:{_closed_port()}"
-    with OllamaBackend(url, timeout=5) as b, pytest.raises(BackendError) as err:
+    with OllamaBackend(HTTPSettings(url, timeout=5)) as b, pytest.raises(BackendError) as err:
         b.chat("m", USER)
     assert err.value.code == "backend_unreachable"
     msg = str(err.value)
@@ -257,7 +272,7 @@ def test_connection_refused() -> None:
 
 def test_request_is_json_with_identity_encoding(server: replay.FakeModelServer) -> None:
     server.queue_stream("/api/chat", replay.chat_lines(["ok"]))
-    with OllamaBackend(server.url, timeout=5) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5)) as b:
         b.chat("m", USER, format={"type": "object"})
     headers = {k.lower(): v for k, v in server.received[0].headers.items()}
     assert headers["content-type"] == "application/json"

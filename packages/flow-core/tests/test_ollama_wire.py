@@ -17,6 +17,7 @@ from flow_core import (
     OllamaBackend,
     ToolCall,
 )
+from flow_core.models import HTTPSettings
 
 URL = "http://127.0.0.1:11434"
 TOOLS = [
@@ -59,7 +60,7 @@ def ndjson(*objs: Any) -> bytes:
 
 
 def backend(
-    handler: Callable[[httpx.Request], httpx.Response], **kw: Any
+    handler: Callable[[httpx.Request], httpx.Response], *, stream: bool = True, **kw: Any
 ) -> tuple[OllamaBackend, list[httpx.Request]]:
     seen: list[httpx.Request] = []
 
@@ -67,7 +68,8 @@ def backend(
         seen.append(request)
         return handler(request)
 
-    return OllamaBackend(URL, timeout=5, transport=httpx.MockTransport(record), **kw), seen
+    settings = HTTPSettings(URL, **{"timeout": 5, **kw})
+    return OllamaBackend(settings, transport=httpx.MockTransport(record), stream=stream), seen
 
 
 def test_is_a_chat_backend() -> None:
@@ -382,7 +384,7 @@ def test_show_unknown_model() -> None:
 )
 def test_remote_url_refused_at_construction(url: str) -> None:
     with pytest.raises(BackendError) as err:
-        OllamaBackend(url, timeout=1)
+        OllamaBackend(HTTPSettings(url, timeout=1))
     assert err.value.code == "remote_refused"
     assert "ollama.base_url" in str(err.value)
     assert "ollama.allow_remote = true" in str(err.value)
@@ -393,14 +395,12 @@ def test_remote_url_refused_at_construction(url: str) -> None:
     ["http://127.0.0.1:11434", "http://127.1.2.3:1", "http://[::1]:11434", "http://localhost"],
 )
 def test_loopback_urls_accepted(url: str) -> None:
-    OllamaBackend(url, timeout=1).close()
+    OllamaBackend(HTTPSettings(url, timeout=1)).close()
 
 
 def test_remote_url_allowed_explicitly() -> None:
     remote = OllamaBackend(
-        "http://10.0.0.5:11434",
-        timeout=1,
-        allow_remote=True,
+        HTTPSettings("http://10.0.0.5:11434", timeout=1, allow_remote=True),
         transport=httpx.MockTransport(lambda r: httpx.Response(200, json={"models": []})),
     )
     assert remote.list_models() == []
@@ -418,7 +418,7 @@ def test_remote_url_allowed_explicitly() -> None:
 )
 def test_unusable_url(url: str) -> None:
     with pytest.raises(BackendError) as err:
-        OllamaBackend(url, timeout=1)
+        OllamaBackend(HTTPSettings(url, timeout=1))
     assert err.value.code == "backend_malformed"
     # allow_remote would not make this URL usable, so the message must not suggest it.
     assert "allow_remote" not in str(err.value)
@@ -427,9 +427,9 @@ def test_unusable_url(url: str) -> None:
 
 def test_bad_numbers_rejected() -> None:
     with pytest.raises(ValueError, match="timeout"):
-        OllamaBackend(URL, timeout=0)
+        OllamaBackend(HTTPSettings(URL, timeout=0))
     with pytest.raises(ValueError, match="max_response_bytes"):
-        OllamaBackend(URL, timeout=1, max_response_bytes=0)
+        OllamaBackend(HTTPSettings(URL, timeout=1, max_response_bytes=0))
 
 
 def test_error_codes_are_documented() -> None:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from flow_core import BackendError, ChatMessage, ToolCall
+from flow_core.models import HTTPSettings
 from flow_core.models._http import BACKEND_ERROR_CODES
 from flow_core.models.openai import OpenAIBackend
 from flow_testing.model_server import FakeModelServer
@@ -70,8 +71,8 @@ class Recorder:
 
 def backend_for(reply: Handler, **kw: Any) -> tuple[OpenAIBackend, Recorder]:
     rec = Recorder(reply)
-    kw.setdefault("timeout", 5.0)
-    return OpenAIBackend(BASE, transport=httpx.MockTransport(rec), **kw), rec
+    settings = HTTPSettings(BASE, **{"timeout": 5.0, **kw})
+    return OpenAIBackend(settings, transport=httpx.MockTransport(rec)), rec
 
 
 def ok_json(data: Any, status: int = 200) -> Handler:
@@ -131,7 +132,7 @@ def test_environment_proxies_are_ignored(two_servers: Any, monkeypatch: pytest.M
         monkeypatch.setenv(var, proxy.url)
     for var in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(var, raising=False)
-    be = OpenAIBackend(f"{target.url}/v1", timeout=5)
+    be = OpenAIBackend(HTTPSettings(f"{target.url}/v1", timeout=5))
     try:
         assert be.list_models() == ["m"]
     finally:
@@ -325,7 +326,7 @@ def test_list_models() -> None:
 
 def test_base_url_trailing_slash_is_tolerated() -> None:
     rec = Recorder(ok_json({"data": []}))
-    be = OpenAIBackend(BASE + "/", timeout=1, transport=httpx.MockTransport(rec))
+    be = OpenAIBackend(HTTPSettings(BASE + "/", timeout=1), transport=httpx.MockTransport(rec))
     assert be.list_models() == []
     assert str(rec.requests[0].url) == "http://127.0.0.1:8080/v1/models"
 
@@ -344,9 +345,11 @@ def code_of(fn: Callable[[], object]) -> str:
     "url", ["http://example.com/v1", "http://10.0.0.5:8080/v1", "http://[2001:db8::1]/v1"]
 )
 def test_remote_refused_unless_allowed(url: str) -> None:
-    assert code_of(lambda: OpenAIBackend(url, timeout=1)) == "remote_refused"
+    assert code_of(lambda: OpenAIBackend(HTTPSettings(url, timeout=1))) == "remote_refused"
     rec = Recorder(ok_json({"data": [{"id": "m"}]}))
-    be = OpenAIBackend(url, timeout=1, allow_remote=True, transport=httpx.MockTransport(rec))
+    be = OpenAIBackend(
+        HTTPSettings(url, timeout=1, allow_remote=True), transport=httpx.MockTransport(rec)
+    )
     assert be.list_models() == ["m"]
 
 
@@ -354,12 +357,12 @@ def test_remote_refused_unless_allowed(url: str) -> None:
     "url", ["ftp://127.0.0.1/v1", "http://user:pw@127.0.0.1/v1", "http://127.0.0.1/v1?x=1"]
 )
 def test_unusable_urls(url: str) -> None:
-    assert code_of(lambda: OpenAIBackend(url, timeout=1)) == "backend_malformed"
+    assert code_of(lambda: OpenAIBackend(HTTPSettings(url, timeout=1))) == "backend_malformed"
 
 
 def test_loopback_names_accepted() -> None:
     for url in ("http://localhost:1/v1", "http://127.0.0.2:1/v1", "http://[::1]:1/v1"):
-        OpenAIBackend(url, timeout=1).close()
+        OpenAIBackend(HTTPSettings(url, timeout=1)).close()
 
 
 def test_redirect_refused_and_not_followed() -> None:
@@ -389,7 +392,7 @@ def test_unreachable_for_real_on_a_closed_port() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     # The port is free now (nothing listens on it): a real connection is refused.
-    be = OpenAIBackend(f"http://127.0.0.1:{port}/v1", timeout=2)
+    be = OpenAIBackend(HTTPSettings(f"http://127.0.0.1:{port}/v1", timeout=2))
     assert code_of(lambda: be.chat("m", [ChatMessage("user", "x")])) == "backend_unreachable"
 
 
@@ -547,15 +550,15 @@ def test_closed_backend() -> None:
 
 def test_bad_constructor_arguments() -> None:
     with pytest.raises(ValueError, match="max_response_bytes"):
-        OpenAIBackend(BASE, timeout=1, max_response_bytes=0)
+        OpenAIBackend(HTTPSettings(BASE, timeout=1, max_response_bytes=0))
     with pytest.raises(ValueError, match="timeout"):
-        OpenAIBackend(BASE, timeout=0)
+        OpenAIBackend(HTTPSettings(BASE, timeout=0))
 
 
 def test_is_a_chat_backend() -> None:
     from flow_core import ChatBackend
 
-    be = OpenAIBackend(BASE, timeout=1)
+    be = OpenAIBackend(HTTPSettings(BASE, timeout=1))
     assert isinstance(be, ChatBackend)
     be.close()
 
@@ -563,7 +566,7 @@ def test_is_a_chat_backend() -> None:
 def test_404_from_a_base_url_without_v1_hints_at_it() -> None:
     """A real loopback server that serves nothing at /chat/completions (only /v1 would)."""
     with FakeModelServer() as server:
-        be = OpenAIBackend(server.url, timeout=5)
+        be = OpenAIBackend(HTTPSettings(server.url, timeout=5))
         with pytest.raises(BackendError) as chat:
             be.chat("m", [ChatMessage("user", "x")])
         with pytest.raises(BackendError) as models:
@@ -577,7 +580,7 @@ def test_404_from_a_base_url_without_v1_hints_at_it() -> None:
 
 def test_404_under_v1_gets_no_v1_hint() -> None:
     with FakeModelServer() as server:
-        be = OpenAIBackend(server.url + "/v1", timeout=5)
+        be = OpenAIBackend(HTTPSettings(server.url + "/v1", timeout=5))
         with pytest.raises(BackendError) as chat:
             be.chat("m", [ChatMessage("user", "x")])
         be.close()

@@ -22,6 +22,7 @@ from flow_core import (
     ScriptedBackend,
     ToolCall,
 )
+from flow_core.models import HTTPSettings
 
 PY = sys.executable
 TESTS = {"cmd": [PY, "-c", "import app, sys; sys.exit(0 if app.x == 2 else 1)"], "kind": "test"}
@@ -166,7 +167,9 @@ def test_planner_text_with_a_lone_surrogate_is_classified_and_the_next_request_e
         return httpx.Response(200, content=json.dumps(replies[len(bodies) - 1]).encode("ascii"))
 
     backend = OllamaBackend(
-        "http://127.0.0.1:1", timeout=5, stream=False, transport=httpx.MockTransport(handler)
+        HTTPSettings("http://127.0.0.1:1", timeout=5),
+        stream=False,
+        transport=httpx.MockTransport(handler),
     )
     rt = Runtime(flow_config(CHECKS), trusted=False, backend=backend)
     report = rt.run("fix x")

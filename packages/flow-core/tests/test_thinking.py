@@ -18,6 +18,7 @@ from flow_core import (
     ScriptedBackend,
     parse_reply,
 )
+from flow_core.models import HTTPSettings
 from flow_core.models.openai import OpenAIBackend
 from flow_testing import model_server as replay
 
@@ -54,7 +55,7 @@ def test_ollama_thinking_is_reasoning_not_an_empty_reply(
     else:
         server.queue_json("POST", "/api/chat", _line("", THOUGHT, True))
     options = {"think": True}
-    with OllamaBackend(server.url, timeout=5, stream=streaming, options=options) as b:
+    with OllamaBackend(HTTPSettings(server.url, timeout=5, options=options), stream=streaming) as b:
         reply = b.chat("qwen3", USER)
     assert reply.reasoning == THOUGHT
     assert reply.content == ""
@@ -75,7 +76,7 @@ def test_openai_reasoning_content_and_the_think_switch(server: replay.FakeModelS
         "usage": {"prompt_tokens": 5, "completion_tokens": 9},
     }
     server.queue_json("POST", "/v1/chat/completions", completion)
-    backend = OpenAIBackend(server.url + "/v1", timeout=5, options={"think": False})
+    backend = OpenAIBackend(HTTPSettings(server.url + "/v1", timeout=5, options={"think": False}))
     try:
         reply = backend.chat("m", USER)
     finally:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from flow_core import BackendError, ChatMessage, FlowConfig, Runtime
+from flow_core.models import HTTPSettings
 from flow_core.models.openai import OpenAIBackend
 
 PY = sys.executable
@@ -127,7 +128,7 @@ def silent() -> Any:
 
 
 def test_a_dripping_server_is_cut_off_at_the_total_timeout(drip: RawServer) -> None:
-    backend = OpenAIBackend(drip.url, timeout=1.0, tool_results="native")
+    backend = OpenAIBackend(HTTPSettings(drip.url, timeout=1.0, tool_results="native"))
     with pytest.raises(BackendError) as info:
         backend.chat("m", [ChatMessage("user", "hi")])
     assert info.value.code == "backend_timeout"
@@ -154,7 +155,7 @@ def test_interrupt_closes_the_request_in_flight(
     silent: RawServer, flow_config: Callable[..., FlowConfig], tmp_path: Path
 ) -> None:
     config = flow_config(CHECKS, backend="openai", openai={"base_url": silent.url})
-    backend = OpenAIBackend(silent.url, timeout=60, tool_results="native")
+    backend = OpenAIBackend(HTTPSettings(silent.url, timeout=60, tool_results="native"))
     rt = Runtime(config, trusted=True, backend=backend)
     result: list[Any] = []
     runner = threading.Thread(target=lambda: result.append(rt.run("do it")))
@@ -180,7 +181,7 @@ def test_max_seconds_ends_the_run_with_budget_time(
         backend="openai",
         openai={"base_url": silent.url},
     )
-    backend = OpenAIBackend(silent.url, timeout=60, tool_results="native")
+    backend = OpenAIBackend(HTTPSettings(silent.url, timeout=60, tool_results="native"))
     with Runtime(config, trusted=True, backend=backend) as rt:
         report = rt.run("do it")
     assert report.status == "failed"

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from flow_core import load_prompt
+from flow_core.models import HTTPSettings
 from flow_core.models.ollama import OllamaBackend
 from flow_core.models.openai import OpenAIBackend
 from flow_core.tools._map import project_map, task_words
@@ -49,7 +50,7 @@ class ToolsTemplate:
 @pytest.mark.parametrize("renders_tools", [True, False])
 def test_openai_probes_once_whether_tools_reach_the_prompt(renders_tools: bool) -> None:
     server = ToolsTemplate(renders_tools=renders_tools)
-    be = OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(server))
+    be = OpenAIBackend(HTTPSettings(BASE, timeout=5), transport=httpx.MockTransport(server))
     assert be.tool_definitions_reach("m") is renders_tools
     assert be.tool_definitions_reach("m") is renders_tools
     # Two one-token probes, the same question with and without one tool; never again.
@@ -67,19 +68,19 @@ def test_openai_a_count_that_grew_at_all_means_tools_reach() -> None:
         message = {"role": "assistant", "content": ""}
         return httpx.Response(200, json={"choices": [{"message": message}], "usage": usage})
 
-    be = OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(handler))
+    be = OpenAIBackend(HTTPSettings(BASE, timeout=5), transport=httpx.MockTransport(handler))
     assert be.tool_definitions_reach("m") is True
 
 
 def test_openai_without_counts_or_reachable_server_assumes_tools_reach() -> None:
     server = ToolsTemplate(renders_tools=False, counts=False)
-    be = OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(server))
+    be = OpenAIBackend(HTTPSettings(BASE, timeout=5), transport=httpx.MockTransport(server))
     assert be.tool_definitions_reach("m") is True
 
     def down(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused", request=request)
 
-    gone = OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(down))
+    gone = OpenAIBackend(HTTPSettings(BASE, timeout=5), transport=httpx.MockTransport(down))
     assert gone.tool_definitions_reach("m") is True
 
 
@@ -100,7 +101,9 @@ def test_ollama_reads_the_models_capabilities(show: dict[str, Any], reach: bool)
         asked.append(request.url.path)
         return httpx.Response(200, json=show)
 
-    be = OllamaBackend("http://127.0.0.1:11434", timeout=5, transport=httpx.MockTransport(handler))
+    be = OllamaBackend(
+        HTTPSettings("http://127.0.0.1:11434", timeout=5), transport=httpx.MockTransport(handler)
+    )
     assert be.tool_definitions_reach("m") is reach
     assert be.tool_definitions_reach("m") is reach
     assert asked == ["/api/show"]

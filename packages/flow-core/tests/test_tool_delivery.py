@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from flow_core import ChatMessage, ToolCall
+from flow_core.models import HTTPSettings
 from flow_core.models._delivery import as_user_message, choose, deliver
 from flow_core.models.openai import OpenAIBackend
 
@@ -57,7 +58,9 @@ def history(result: str) -> list[ChatMessage]:
 
 
 def backend(server: TemplateServer, mode: str) -> OpenAIBackend:
-    return OpenAIBackend(BASE, timeout=5, transport=httpx.MockTransport(server), tool_results=mode)
+    return OpenAIBackend(
+        HTTPSettings(BASE, timeout=5, tool_results=mode), transport=httpx.MockTransport(server)
+    )
 
 
 RESULT = " ".join(f"word{i}" for i in range(500))
@@ -119,4 +122,4 @@ def test_choose() -> None:
 
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="tool_results"):
-        OpenAIBackend(BASE, timeout=5, tool_results="text")
+        OpenAIBackend(HTTPSettings(BASE, timeout=5, tool_results="text"))

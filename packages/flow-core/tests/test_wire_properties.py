@@ -28,6 +28,7 @@ from flow_core import (
     ToolCall,
     parse_reply,
 )
+from flow_core.models import HTTPSettings
 from flow_core.models.openai import OpenAIBackend
 from flow_core.tools._toolbox import ToolBox, ToolLedger
 from flow_safeio import Workspace
@@ -174,7 +175,9 @@ def round_trip(make: Any, body: bytes, status: int, ws: Workspace) -> None:
 )
 def test_any_ollama_body(ws: Workspace, body: bytes, status: int, stream: bool) -> None:
     round_trip(
-        lambda t: OllamaBackend("http://127.0.0.1:1", timeout=5, transport=t, stream=stream),
+        lambda t: OllamaBackend(
+            HTTPSettings("http://127.0.0.1:1", timeout=5), transport=t, stream=stream
+        ),
         body,
         status,
         ws,
@@ -188,7 +191,7 @@ def test_any_ollama_body(ws: Workspace, body: bytes, status: int, stream: bool) 
 def test_any_openai_body(ws: Workspace, body: bytes, status: int) -> None:
     round_trip(
         lambda t: OpenAIBackend(
-            "http://127.0.0.1:1/v1", timeout=5, transport=t, tool_results="native"
+            HTTPSettings("http://127.0.0.1:1/v1", timeout=5, tool_results="native"), transport=t
         ),
         body,
         status,
@@ -215,7 +218,9 @@ def test_deep_nesting_from_the_server_is_malformed_not_a_crash(ws: Workspace) ->
         b'{"name": "read_file", "arguments": ' + b"[" * 5000 + b"]" * 5000 + b'}}]}, "done": true}'
     )
     round_trip(
-        lambda t: OllamaBackend("http://127.0.0.1:1", timeout=5, transport=t, stream=False),
+        lambda t: OllamaBackend(
+            HTTPSettings("http://127.0.0.1:1", timeout=5), transport=t, stream=False
+        ),
         deep,
         200,
         ws,
@@ -226,8 +231,7 @@ def test_request_that_cannot_be_json_is_refused_without_the_request_in_the_messa
     tmp_path: Path,
 ) -> None:
     backend = OpenAIBackend(
-        "http://127.0.0.1:1/v1",
-        timeout=5,
+        HTTPSettings("http://127.0.0.1:1/v1", timeout=5),
         transport=httpx.MockTransport(lambda r: httpx.Response(200, content=b"{}")),
     )
     secret = "S" * 10_000
@@ -252,7 +256,9 @@ def test_lone_surrogates_in_a_request_go_out_as_replacement_characters() -> None
         )
 
     with OllamaBackend(
-        "http://127.0.0.1:1", timeout=5, transport=httpx.MockTransport(handler), stream=False
+        HTTPSettings("http://127.0.0.1:1", timeout=5),
+        transport=httpx.MockTransport(handler),
+        stream=False,
     ) as b:
         assert b.chat("m", [ChatMessage("user", "fix \udcff it \ud83d")]).content == "ok"
     assert json.loads(sent[0])["messages"][0]["content"] == "fix \ufffd it \ufffd"
@@ -266,7 +272,9 @@ def test_nan_in_a_request_goes_out_as_null() -> None:
         return httpx.Response(200, content=b'{"message": {"content": "ok"}, "done": true}')
 
     with OllamaBackend(
-        "http://127.0.0.1:1", timeout=5, transport=httpx.MockTransport(handler), stream=False
+        HTTPSettings("http://127.0.0.1:1", timeout=5),
+        transport=httpx.MockTransport(handler),
+        stream=False,
     ) as b:
         calls = (ToolCall("c", "read_file", '{"path": "a", "n": NaN}'),)
         b.chat("m", [ChatMessage("assistant", "", tool_calls=calls)], format={"x": float("inf")})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from flow_core._errors import BackendError
 from flow_core.models._http import Peer, check_backend_settings, check_base_url
@@ -23,29 +23,33 @@ __all__ = ["HTTPBackend", "HTTPSettings"]
 
 @dataclass(frozen=True)
 class HTTPSettings:
-    """The settings every HTTP backend takes, checked once by ``HTTPBackend``.
+    """What an HTTP backend is told by its config, as one value; checked once by
+    ``HTTPBackend`` (``docs/architecture.md``, "Trust").
 
     Attributes:
-        base_url: the server's URL, checked by ``check_base_url`` (loopback unless
-            ``allow_remote``).
-        setting: the config key that holds ``base_url`` (``"ollama.base_url"``), named in errors.
-        timeout: seconds for each HTTP operation; > 0.
-        allow_remote: the operator's permission for a non-loopback host.
-        max_response_bytes: the most bytes one reply may have; > 0.
-        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message.
-        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``).
+        base_url: the server's URL (Ollama: its root, ``http://127.0.0.1:11434``; OpenAI: the
+            API root with its version path, ``http://127.0.0.1:8080/v1``); loopback
+            (127.0.0.0/8, ``::1``, ``localhost``) unless ``allow_remote``.
+        timeout: seconds for each phase of one HTTP request (connect, write, each read,
+            pool); > 0.
+        allow_remote: the operator's explicit permission for a non-loopback host.
+        max_response_bytes: the most bytes one reply may have (a streamed reply counts every
+            line); > 0; more raises ``response_too_large``.
+        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``);
+            auto decides once per model, before its first request that carries a tool result.
         options: the backend's own model options (``flow_core.config._options``), used when a
             request passes none.
+        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message;
+            None: the backend's own (``"ollama.timeout"``, ``"openai.timeout"``).
     """
 
     base_url: str
-    setting: str
     timeout: float
-    allow_remote: bool
-    max_response_bytes: int
-    timeout_key: str
-    tool_results: str
-    options: Mapping[str, Any] | None
+    allow_remote: bool = False
+    max_response_bytes: int = 4_000_000
+    tool_results: str = "auto"
+    options: Mapping[str, Any] | None = None
+    timeout_key: str | None = None
 
 
 class HTTPBackend:
@@ -54,11 +58,18 @@ class HTTPBackend:
     Args:
         settings: the backend's settings (``HTTPSettings``).
 
+    A subclass names its config section in ``section`` (``"ollama"``): errors name
+    ``SECTION.base_url``, and a timeout names ``SECTION.timeout`` unless the settings name
+    another key.
+
     Raises:
         BackendError: ``remote_refused`` or ``backend_malformed`` for the URL.
         ValueError: a non-positive ``timeout`` or ``max_response_bytes``, or an unknown
             ``tool_results``.
     """
+
+    #: The config section the backend's settings come from (``"ollama"``, ``"openai"``).
+    section: ClassVar[str]
 
     def __init__(self, settings: HTTPSettings) -> None:
         check_backend_settings(
@@ -74,10 +85,12 @@ class HTTPBackend:
         self.tools_reach: dict[str, bool] = {}
         self._windows: dict[str, int | None] = {}
         self.base_url = check_base_url(
-            settings.base_url, allow_remote=settings.allow_remote, setting=settings.setting
+            settings.base_url,
+            allow_remote=settings.allow_remote,
+            setting=f"{self.section}.base_url",
         )
         self.timeout = float(settings.timeout)
-        self.timeout_key = settings.timeout_key
+        self.timeout_key = settings.timeout_key or f"{self.section}.timeout"
         self.max_response_bytes = settings.max_response_bytes
 
     #: The server's name in messages and what to do when it cannot be reached (the subclass

@@ -44,18 +44,13 @@ class OllamaBackend(HTTPBackend):
     """A ``ChatBackend`` for an Ollama server.
 
     Args:
-        base_url: the server root, e.g. ``http://127.0.0.1:11434``.
-        timeout: seconds for each HTTP operation (connect, read, write, pool); > 0.
-        allow_remote: allow a non-loopback host (the operator's ``ollama.allow_remote``).
-        max_response_bytes: the most bytes one reply may have (a streamed reply counts every
-            line); more raises ``response_too_large``.
+        settings: the server's URL (its root, e.g. ``http://127.0.0.1:11434``), timeout,
+            reply cap, tool-result delivery and model options (``HTTPSettings``); under
+            ``tool_results="auto"`` the backend asks ``/api/show`` once per model: a model
+            without the ``tools`` capability, or whose template never mentions the tool role,
+            gets results as user messages.
         transport: an ``httpx`` transport (tests: ``httpx.MockTransport``); None for the network.
         stream: ask Ollama to stream (NDJSON) rather than send one JSON object.
-        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message
-            (default ``"ollama.timeout"``).
-        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``);
-            auto asks ``/api/show`` once per model: a model without the ``tools`` capability,
-            or whose template never mentions the tool role, gets results as user messages.
 
     Raises:
         BackendError: code ``remote_refused`` for a non-loopback URL without ``allow_remote``
@@ -67,31 +62,16 @@ class OllamaBackend(HTTPBackend):
     ``model_not_found``, ``backend_malformed``, ``response_too_large``, ``redirect_refused``.
     """
 
+    section = "ollama"
+
     def __init__(
         self,
-        base_url: str,
+        settings: HTTPSettings,
         *,
-        timeout: float,
-        allow_remote: bool = False,
-        max_response_bytes: int = 4_000_000,
         transport: httpx.BaseTransport | None = None,
         stream: bool = True,
-        timeout_key: str = "ollama.timeout",
-        tool_results: str = "auto",
-        options: Mapping[str, Any] | None = None,
     ) -> None:
-        super().__init__(
-            HTTPSettings(
-                base_url,
-                setting="ollama.base_url",
-                timeout=timeout,
-                allow_remote=allow_remote,
-                max_response_bytes=max_response_bytes,
-                timeout_key=timeout_key,
-                tool_results=tool_results,
-                options=options,
-            )
-        )
+        super().__init__(settings)
         self.stream = stream
         self._server = f"Ollama at {self.base_url}"
         self._fix = "start `ollama serve` or fix ollama.base_url in the operator config"

@@ -90,20 +90,13 @@ class OpenAIBackend(HTTPBackend):
     """Chat completions over an OpenAI-compatible HTTP API.
 
     Args:
-        base_url: the API root including its version path, e.g. ``http://127.0.0.1:8080/v1``
-            (``[openai] base_url``). Loopback (127.0.0.0/8, ``::1``, ``localhost``) unless
-            ``allow_remote``.
-        timeout: seconds for each phase of one HTTP request (connect, write, each read, pool);
-            a generation that sends nothing for longer fails with ``backend_timeout``.
-        allow_remote: the operator's explicit permission for a non-loopback host.
-        max_response_bytes: the most bytes accepted for one response body.
+        settings: the API root including its version path, e.g. ``http://127.0.0.1:8080/v1``
+            (``[openai] base_url``), the timeout (a generation that sends nothing for longer
+            fails with ``backend_timeout``), reply cap, tool-result delivery (auto probes each
+            model once, before its first request that carries a tool result) and model
+            options (``HTTPSettings``).
         transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``); ``None`` uses
             the network.
-        timeout_key: the config key named, with the seconds, in a ``backend_timeout`` message
-            (default ``"openai.timeout"``).
-        tool_results: ``"native"``, ``"user"`` or ``"auto"`` (``flow_core.models._delivery``):
-            how tool results are sent; auto probes each model once, before its first request
-            that carries a tool result.
 
     Raises:
         BackendError: ``remote_refused`` for a non-loopback host without ``allow_remote``;
@@ -111,30 +104,12 @@ class OpenAIBackend(HTTPBackend):
             a scheme other than http/https).
     """
 
+    section = "openai"
+
     def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout: float,
-        allow_remote: bool = False,
-        max_response_bytes: int = 4_000_000,
-        transport: httpx.BaseTransport | None = None,
-        timeout_key: str = "openai.timeout",
-        tool_results: str = "auto",
-        options: Mapping[str, Any] | None = None,
+        self, settings: HTTPSettings, *, transport: httpx.BaseTransport | None = None
     ) -> None:
-        super().__init__(
-            HTTPSettings(
-                base_url,
-                setting="openai.base_url",
-                timeout=timeout,
-                allow_remote=allow_remote,
-                max_response_bytes=max_response_bytes,
-                timeout_key=timeout_key,
-                tool_results=tool_results,
-                options=options,
-            )
-        )
+        super().__init__(settings)
         self._server = f"the OpenAI-compatible server at {self.base_url}"
         self._fix = (
             "start the server (the bundled model: flow-serve-smollm2, which prints the config "
