@@ -204,18 +204,15 @@ def _coder_overhead(count: Callable[[str], list[int]], *, exact: bool) -> dict[s
     system turn (``_render``), with one configured check. ``ok`` is judged only on SmolLM2's
     own vocabulary (``exact``); the word count is no stand-in for it."""
     from flow_core import load_prompt
-    from flow_core.tools import ToolBox, ToolLedger
+    from flow_core.tools import ToolBox, ToolHost, ToolLedger
     from flow_safeio import Workspace
 
     with tempfile.TemporaryDirectory() as tmp, Workspace(tmp) as ws:
-        box = ToolBox(
-            role="coder",
-            workspace=ws,
-            ledger=ToolLedger(16),
-            trusted=True,
+        host = ToolHost(
             check_names=["tests"],
             run_check=lambda name: None,  # type: ignore[arg-type,return-value]
         )
+        box = ToolBox(role="coder", workspace=ws, ledger=ToolLedger(16), trusted=True, host=host)
         schemas = box.schemas
     system = [ChatMessage("system", load_prompt("coder"))]
     total = len(count(_render(system, schemas)))

@@ -15,7 +15,7 @@ from flow_core import (
     Role,
     role_tools,
 )
-from flow_core.tools import READ_ONLY_EDITOR_TOOL_NAMES, ToolBox, ToolLedger
+from flow_core.tools import READ_ONLY_EDITOR_TOOL_NAMES, ToolBox, ToolHost, ToolLedger
 from flow_safeio import Workspace
 from flow_testing.editors import RecordingEditor
 
@@ -62,10 +62,12 @@ def test_the_toolbox_offers_exactly_the_granted_tools(
             workspace=ws,
             ledger=ToolLedger(limit=10),
             trusted=trusted,
-            check_names=["tests"],
-            run_check=lambda name: pytest.fail("not called"),
-            editor=RecordingEditor(),
-            editor_schemas=specs,
+            host=ToolHost(
+                check_names=["tests"],
+                run_check=lambda name: pytest.fail("not called"),
+                editor=RecordingEditor(),
+                editor_schemas=specs,
+            ),
         )
     granted = role_tools(role, trusted=trusted, has_checks=True, editor_tools=EDITOR_TOOL_NAMES)
     assert [s["function"]["name"] for s in box.schemas] == list(granted)

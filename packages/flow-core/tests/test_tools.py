@@ -14,7 +14,7 @@ from flow_core import (
     READ_ONLY_TOOL_NAMES,
     CheckResult,
 )
-from flow_core.tools import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolLedger
+from flow_core.tools import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolHost, ToolLedger
 from flow_safeio import Workspace
 from flow_testing.editors import RecordingEditor, tool_schema
 
@@ -27,9 +27,23 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
         yield w
 
 
-def box(ws: Workspace, role: str = "coder", *, trusted: bool = True, **kw: Any) -> ToolBox:
-    kw.setdefault("ledger", ToolLedger(limit=100))
-    return ToolBox(role=role, workspace=ws, trusted=trusted, **kw)  # type: ignore[arg-type]
+def box(
+    ws: Workspace,
+    role: str = "coder",
+    *,
+    trusted: bool = True,
+    ledger: ToolLedger | None = None,
+    cycle: int | None = None,
+    **host: Any,
+) -> ToolBox:
+    return ToolBox(
+        role=role,  # type: ignore[arg-type]
+        workspace=ws,
+        trusted=trusted,
+        ledger=ledger or ToolLedger(limit=100),
+        host=ToolHost(**host),
+        cycle=cycle,
+    )
 
 
 def test_role_sets() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from flow_core.tools import ToolBox, ToolLedger
+from flow_core.tools import ToolBox, ToolHost, ToolLedger
 from flow_core.tools._modules import installed_top_level
 from flow_core.tools._policy import WHAT_RUNS_RULES, declared_encoding, module_name
 from flow_safeio import Workspace
@@ -31,7 +31,8 @@ def ws(tmp_path: Path) -> Iterator[Workspace]:
 
 
 def write(ws: Workspace, path: str, content: str = "X = 1\n", **kw: Any) -> tuple[bool, str]:
-    box = ToolBox(role="coder", workspace=ws, trusted=True, ledger=ToolLedger(limit=50), **kw)
+    host = ToolHost(**kw)
+    box = ToolBox(role="coder", workspace=ws, trusted=True, ledger=ToolLedger(limit=50), host=host)
     out = box.call("write_file", {"path": path, "content": content})
     return out.ok, out.content
 

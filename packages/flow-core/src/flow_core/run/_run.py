@@ -373,21 +373,24 @@ class Run:
         if self.editor is not None and self._editor_schemas is None:
             self._check_editor_workspace(self.editor)
             self._editor_schemas = self.editor.tool_schemas()
-        from flow_core.tools import ToolBox
+        from flow_core.tools import ToolBox, ToolHost
 
+        host = ToolHost(
+            check_names=list(self.config.checks),
+            run_check=lambda name: self.run_check(name, cycle),
+            check_programs=[c.executable for c in self.config.checks.values()],
+            before_write=self.keep_pre_image,
+            after_write=self.after_write,
+            editor=self.editor,
+            editor_schemas=self._editor_schemas or (),
+        )
         return ToolBox(
             role=role,
             workspace=self.workspace(),
             ledger=self.state.ledger,
             trusted=self.trusted,
-            check_names=list(self.config.checks),
-            run_check=lambda name: self.run_check(name, cycle),
-            before_write=self.keep_pre_image,
-            after_write=self.after_write,
-            editor=self.editor,
-            editor_schemas=self._editor_schemas or (),
+            host=host,
             cycle=cycle,
-            check_programs=[c.executable for c in self.config.checks.values()],
         )
 
     def keep_pre_image(self, path: str) -> None:

@@ -7,7 +7,7 @@ from flow_core.tools._policy import (
     READ_ONLY_TOOL_NAMES,
     role_tools,
 )
-from flow_core.tools._toolbox import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolLedger
+from flow_core.tools._toolbox import MAX_TOOL_OUTPUT_CHARS, ToolBox, ToolHost, ToolLedger
 
 __all__ = [
     "EDITOR_TOOL_NAMES",
@@ -16,6 +16,7 @@ __all__ = [
     "READ_ONLY_EDITOR_TOOL_NAMES",
     "READ_ONLY_TOOL_NAMES",
     "ToolBox",
+    "ToolHost",
     "ToolLedger",
     "role_tools",
 ]

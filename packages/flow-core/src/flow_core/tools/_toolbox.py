@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from flow_core._codes import ErrorCode
@@ -91,12 +92,41 @@ __all__ = [
     "MAX_TOOL_OUTPUT_CHARS",
     "ToolBox",
     "ToolError",
+    "ToolHost",
     "ToolLedger",
     "ToolOutcome",
 ]
 
 #: The most characters of a check's output a ``run_check`` result holds (its tail).
 CHECK_TAIL_CHARS = 8_000
+
+
+@dataclass(frozen=True)
+class ToolHost:
+    """What the run lends a role's tools: its configured checks, its write hooks and the
+    attached editor (``docs/architecture.md``, "Tools"). The default lends nothing: no
+    check, no hook, no editor.
+
+    Attributes:
+        check_names: configured check names, in config order (``run_check``'s enum).
+        run_check: runs a configured check by name (the host's runner).
+        check_programs: the check programs' absolute paths (``CheckConfig.executable``): the
+            environments whose installed modules a new module must not shadow.
+        before_write: called with a validated path before its first write in the run (the
+            runtime keeps the pre-image).
+        after_write: called with the path and the bytes written right after each write
+            succeeded (the runtime records what its own write left, for undo).
+        editor: the attached editor bridge, if any.
+        editor_schemas: the bridge's filtered tool schemas (fetched once per runtime).
+    """
+
+    check_names: Sequence[str] = ()
+    run_check: Callable[[str], CheckResult] | None = None
+    check_programs: Sequence[str | None] = ()
+    before_write: Callable[[str], None] | None = None
+    after_write: Callable[[str, bytes], None] | None = None
+    editor: EditorBridge | None = None
+    editor_schemas: Sequence[Mapping[str, Any]] = ()
 
 
 class ToolBox:
@@ -108,17 +138,8 @@ class ToolBox:
             (operator config) are enforced for every write channel, the editor bridge's too.
         ledger: ids, records and the run-wide budget, shared by every role of the run.
         trusted: without trust no write tool and no check exists, whatever the role.
-        check_names: configured check names, in config order (``run_check``'s enum).
-        run_check: runs a configured check by name (the host's runner).
-        before_write: called with a validated path before its first write in the run (the
-            runtime keeps the pre-image).
-        after_write: called with the path and the bytes written right after each write
-            succeeded (the runtime records what its own write left, for undo).
-        editor: the attached editor bridge, if any.
-        editor_schemas: the bridge's filtered tool schemas (fetched once per runtime).
+        host: the run's checks, write hooks and editor (``ToolHost``); the default lends none.
         cycle: the repair cycle recorded on each call.
-        check_programs: the check programs' absolute paths (``CheckConfig.executable``): the
-            environments whose installed modules a new module must not shadow.
     """
 
     def __init__(
@@ -128,33 +149,27 @@ class ToolBox:
         workspace: Workspace,
         ledger: ToolLedger,
         trusted: bool,
-        check_names: Sequence[str] = (),
-        run_check: Callable[[str], CheckResult] | None = None,
-        before_write: Callable[[str], None] | None = None,
-        after_write: Callable[[str, bytes], None] | None = None,
-        editor: EditorBridge | None = None,
-        editor_schemas: Sequence[Mapping[str, Any]] = (),
+        host: ToolHost = ToolHost(),
         cycle: int | None = None,
-        check_programs: Sequence[str | None] = (),
     ) -> None:
         self.role = role
-        self._check_programs = tuple(check_programs)
+        self._check_programs = tuple(host.check_programs)
         self.workspace = workspace
         self.ledger = ledger
         self.cycle = cycle
-        self._editor = editor
-        self._run_check = run_check
-        self._before_write = before_write
-        self._after_write = after_write
+        self._editor = host.editor
+        self._run_check = host.run_check
+        self._before_write = host.before_write
+        self._after_write = host.after_write
         #: The checks ``run_check`` may name, in config order.
-        self.check_names: tuple[str, ...] = tuple(check_names)
+        self.check_names: tuple[str, ...] = tuple(host.check_names)
         specs: dict[str, Mapping[str, Any]] = {}
-        for spec in editor_schemas if editor is not None else ():
+        for spec in host.editor_schemas if host.editor is not None else ():
             specs.setdefault(str(spec.get("name", "")), spec)
         granted = role_tools(
             role,
             trusted=trusted,
-            has_checks=bool(self.check_names) and run_check is not None,
+            has_checks=bool(self.check_names) and host.run_check is not None,
             editor_tools=specs,
         )
         own: dict[str, Callable[[Mapping[str, Any]], ToolOutcome | str]] = {
