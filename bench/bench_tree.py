@@ -39,7 +39,7 @@ from typing import Any
 
 from flow_core.run._preflight import _tree_size
 from flow_core.store import StoreError, prepare_tree, remove_tree
-from flow_core.verify._fingerprint import take_fingerprint
+from flow_core.verify._fingerprint import FingerprintScope, take_fingerprint
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -82,10 +82,11 @@ def measure(files: int) -> dict[str, Any]:
             )
         )
         count = timed(lambda: _tree_size(str(root), files * 2))
-        first = take_fingerprint(root, max_files=files * 2)
-        watch_first = timed(lambda: take_fingerprint(root, max_files=files * 2))
-        reading_all = timed(lambda: take_fingerprint(root, max_files=files * 2, git_index=False))
-        watch_again = timed(lambda: take_fingerprint(root, previous=first, max_files=files * 2))
+        scope = FingerprintScope(max_files=files * 2)
+        first = take_fingerprint(root, scope=scope)
+        watch_first = timed(lambda: take_fingerprint(root, scope=scope))
+        reading_all = timed(lambda: take_fingerprint(root, scope=scope, git_index=False))
+        watch_again = timed(lambda: take_fingerprint(root, scope=scope, previous=first))
 
         def isolate() -> None:
             tree = prepare_tree(root, Path(tmp) / "runs" / "r" / "tree")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from flow_core.verify._fingerprint import compare, take_fingerprint
+from flow_core.verify._fingerprint import FingerprintScope, compare, take_fingerprint
 
 
 def _tree(root: Path) -> None:
@@ -51,12 +51,14 @@ def test_every_kind_of_change_is_seen(tmp_path: Path) -> None:
 def test_generated_folders_are_skipped_but_named_paths_inside_are_watched(tmp_path: Path) -> None:
     _tree(tmp_path)
     (tmp_path / ".vscode").mkdir()
-    before = take_fingerprint(tmp_path, also=[".vscode/tasks.json"])
+    before = take_fingerprint(tmp_path, scope=FingerprintScope(also=(".vscode/tasks.json",)))
     (tmp_path / ".venv" / "lib" / "a.py").write_text("changed\n")
     (tmp_path / "node_modules").mkdir()
     (tmp_path / "node_modules" / "x.js").write_text("1\n")
     (tmp_path / ".vscode" / "tasks.json").write_text("{}\n")
-    after = take_fingerprint(tmp_path, previous=before, also=[".vscode/tasks.json"])
+    after = take_fingerprint(
+        tmp_path, scope=FingerprintScope(also=(".vscode/tasks.json",)), previous=before
+    )
     assert _kinds(compare(before, after)) == {".vscode/tasks.json": "added"}
 
 
@@ -106,10 +108,10 @@ def test_writes_by_flow_are_not_outside_changes(tmp_path: Path) -> None:
 def test_bounds_give_an_honest_incomplete_result(tmp_path: Path) -> None:
     for i in range(20):
         (tmp_path / f"f{i}.txt").write_text("x" * 100)
-    few = take_fingerprint(tmp_path, max_files=10)
+    few = take_fingerprint(tmp_path, scope=FingerprintScope(max_files=10))
     assert not few.complete
     assert "more than 10 files" in (few.problem or "")
-    small = take_fingerprint(tmp_path, max_hash_bytes=500)
+    small = take_fingerprint(tmp_path, scope=FingerprintScope(max_hash_bytes=500))
     assert not small.complete
     assert "bytes to hash" in (small.problem or "")
     assert take_fingerprint(tmp_path).complete

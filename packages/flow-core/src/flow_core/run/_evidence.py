@@ -41,6 +41,7 @@ from flow_core.verify._fingerprint import (
     DEFAULT_MAX_FILES,
     KEEP_FILE_BYTES,
     Fingerprint,
+    FingerprintScope,
     TreeChange,
     compare,
     take_fingerprint,
@@ -146,7 +147,8 @@ class RunEvidence:
     last: Fingerprint | None = None
     outside: list[TreeChange] = field(default_factory=list)
     tree: TreeWatch | None = None
-    max_files: int = DEFAULT_MAX_FILES
+    #: What every fingerprint of the run covers (``watch_start`` sets it).
+    scope: FingerprintScope = field(default_factory=FingerprintScope)
     root: Path | None = None
     guard: BaselineGuard = field(default_factory=BaselineGuard)
     #: The workspace's files at the baseline, before any check ran: the evidence run's tree
@@ -210,11 +212,9 @@ class RunEvidence:
     def watch_start(self, root: Path, max_files: int = DEFAULT_MAX_FILES) -> None:
         """The base fingerprint (pre-images of small files kept for the diff); ``max_files``
         is ``[runs] watch_max_files``, kept for the later fingerprints too."""
-        self.max_files = max_files
+        self.scope = FingerprintScope(_WATCH_ALSO, max_files=max_files)
         self.root = root
-        self.base = self.last = take_fingerprint(
-            root, also=_WATCH_ALSO, keep=True, max_files=max_files
-        )
+        self.base = self.last = take_fingerprint(root, scope=self.scope, keep=True)
 
     def watch_check(self, root: Path, written: Mapping[str, str | None]) -> list[str]:
         """Fingerprint again and compare with the base; return the gate's reasons.
@@ -229,9 +229,7 @@ class RunEvidence:
         """
         if self.base is None:
             return []
-        now = take_fingerprint(
-            root, previous=self.last, also=_WATCH_ALSO, max_files=self.max_files, read=written
-        )
+        now = take_fingerprint(root, scope=self.scope, previous=self.last, read=written)
         self.last = now
         self.outside = compare(self.base, now, written=written)
         self.tree = TreeWatch(

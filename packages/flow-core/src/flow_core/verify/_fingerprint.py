@@ -19,8 +19,9 @@ unchanged). Change time cannot be set from user space, so restoring a file's mod
 does not hide a rewrite.
 
 Bounds: at most ``max_files`` entries and ``max_hash_bytes`` newly hashed bytes per
-fingerprint. Past either bound the fingerprint is *incomplete* (``complete`` false, with
-``problem`` saying why) and cannot vouch that nothing changed.
+fingerprint (both in its :class:`FingerprintScope`). Past either bound the fingerprint is
+*incomplete* (``complete`` false, with ``problem`` saying why) and cannot vouch that nothing
+changed.
 
 The walk holds directory descriptors and opens every name relative to its parent with
 ``O_NOFOLLOW``: a symbolic link is recorded by its target text and never followed.
@@ -47,6 +48,7 @@ __all__ = [
     "RACY_NS",
     "FileState",
     "Fingerprint",
+    "FingerprintScope",
     "TreeChange",
     "compare",
     "take_fingerprint",
@@ -145,12 +147,27 @@ class TreeChange:
     detail: str
 
 
+@dataclass(frozen=True)
+class FingerprintScope:
+    """What one fingerprint covers and how far it may go (module docstring, "Bounds").
+
+    Attributes:
+        also: workspace-relative file paths recorded even inside a generated folder (the
+            protected files that live there, such as ``.vscode/tasks.json``).
+        max_files: most entries recorded.
+        max_hash_bytes: most bytes hashed anew.
+    """
+
+    also: tuple[str, ...] = ()
+    max_files: int = DEFAULT_MAX_FILES
+    max_hash_bytes: int = DEFAULT_MAX_HASH_BYTES
+
+
 class _Walk:
     def __init__(
         self,
         previous: Fingerprint | None,
-        max_files: int,
-        max_hash_bytes: int,
+        scope: FingerprintScope,
         keep: bool,
         *,
         index: GitIndex | None = None,
@@ -163,8 +180,8 @@ class _Walk:
         self.fp.algorithm = index.algorithm if index is not None else None
         if self.fp.algorithm is None and previous is not None:
             self.fp.algorithm = previous.algorithm
-        self.max_files = max_files
-        self.max_hash_bytes = max_hash_bytes
+        self.max_files = scope.max_files
+        self.max_hash_bytes = scope.max_hash_bytes
         self.keep = keep
         self.kept_total = 0
 
@@ -331,10 +348,8 @@ def _hash(dir_fd: int, name: str, *, keep: bool, algorithm: str | None) -> _Hash
 def take_fingerprint(
     root: str | Path,
     *,
+    scope: FingerprintScope = FingerprintScope(),
     previous: Fingerprint | None = None,
-    also: Iterable[str] = (),
-    max_files: int = DEFAULT_MAX_FILES,
-    max_hash_bytes: int = DEFAULT_MAX_HASH_BYTES,
     keep: bool = False,
     git_index: bool = True,
     read: Iterable[str] = (),
@@ -343,12 +358,10 @@ def take_fingerprint(
 
     Args:
         root: the workspace root (absolute directory).
+        scope: the paths recorded inside generated folders too, and the two bounds
+            (:class:`FingerprintScope`; the default: none, and the default bounds).
         previous: an earlier fingerprint of the same root; files whose stat is unchanged keep
             its digest instead of being read again.
-        also: workspace-relative file paths recorded even inside a generated folder (the
-            protected files that live there, such as ``.vscode/tasks.json``).
-        max_files: most entries recorded (see the module docstring).
-        max_hash_bytes: most bytes hashed anew.
         keep: keep the bytes of small files (:data:`KEEP_FILE_BYTES`, at most
             :data:`KEEP_TOTAL_BYTES` in all) so a later diff can show what changed (a file
             git's index vouched for is not read: its blob holds the earlier content).
@@ -363,11 +376,11 @@ def take_fingerprint(
         OSError: the root itself cannot be opened as a directory.
     """
     index = read_index(root) if git_index else None
-    walk = _Walk(previous, max_files, max_hash_bytes, keep, index=index, read=frozenset(read))
+    walk = _Walk(previous, scope, keep, index=index, read=frozenset(read))
     root_fd = os.open(os.fspath(root), os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     try:
         walk.scan(root_fd, "", 0)
-        for rel in also:
+        for rel in scope.also:
             if walk.fp.complete:
                 walk.exact(root_fd, rel)
     finally:
