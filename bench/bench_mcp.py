@@ -47,7 +47,7 @@ def sdk_server(config: str) -> None:
     from flow_mcp._tools import tool_definitions
 
     loaded = flow_core.load_config(config_file=config)
-    runtime = flow_core.Runtime(loaded.config, config_sources=loaded.sources)
+    runtime = flow_core.Runtime(loaded)
     tools = [types.Tool.model_validate(t) for t in tool_definitions()]
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:

@@ -56,7 +56,7 @@ def _without_store(env: Any, config: Path, task: str, *, trusted: bool) -> dict[
     from flow_core import Runtime, load_config
 
     loaded = load_config(config_file=config, environ=env.vars)
-    with Runtime(loaded.config, trusted=trusted, config_sources=loaded.sources) as rt:
+    with Runtime(loaded, trusted=trusted) as rt:
         return rt.run(task).to_dict()
 
 

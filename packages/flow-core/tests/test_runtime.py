@@ -19,6 +19,7 @@ from flow_core import (
     EditorBridge,
     EditorLintResult,
     FlowConfig,
+    LoadedConfig,
     NotTrustedError,
     Report,
     Runtime,
@@ -201,7 +202,7 @@ def test_rollback_removes_files_the_run_created(
 
 def test_status_lists_models_and_checks(ws: Path, flow_config: Callable[..., FlowConfig]) -> None:
     cfg = flow_config({"tests": TESTS}, models={"coder": "big-coder"})
-    report = Runtime(cfg, config_sources=["/etc/x.toml"]).status()
+    report = Runtime(LoadedConfig(cfg, ["/etc/x.toml"])).status()
     assert report.kind == "status"
     assert report.ok
     assert not report.trusted

@@ -96,10 +96,9 @@ def open_runtime(
     from flow_core.run._runtime import Runtime
 
     return Runtime(
-        loaded.config,
+        loaded,
         trusted=trusted,
         editor=editor,
         on_event=on_event,
-        config_sources=tuple(loaded.sources),
         store=user_run_store(loaded.config),
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from flow_core._errors import FlowError, NotTrustedError, UnknownCheckError
@@ -23,7 +22,7 @@ from flow_core.run._preflight import model_preflight, preflight
 from flow_core.run._run import Run, RunSetup, kill_check_groups
 
 if TYPE_CHECKING:
-    from flow_core.config import FlowConfig
+    from flow_core.config import FlowConfig, LoadedConfig
     from flow_core.run._budget import RoleBudget
     from flow_core.store import RunRecord, RunStore
 
@@ -34,7 +33,9 @@ class Runtime:
     """Plan → code → verify → review under host-enforced budgets.
 
     Args:
-        config: a validated ``FlowConfig`` (checks already snapshotted).
+        config: a validated ``FlowConfig`` (checks already snapshotted), or the
+            ``LoadedConfig`` that ``load_config`` returned: its config, with the files it was
+            loaded from (reported as-is by ``status``; none for a bare ``FlowConfig``).
         trusted: allow edits and the configured named checks (``docs/architecture.md``,
             "Trust"); default read-only.
         backend: the model server; built with ``make_backend(config)`` on first need when None
@@ -42,7 +43,6 @@ class Runtime:
         editor: an attached Rose bridge; file reads and writes then go through it, checks refuse
             dirty buffers and the gate compares its freshness snapshots.
         on_event: receives progress ``Event``s; must be fast; exceptions from it are ignored.
-        config_sources: the config files that were loaded (reported as-is).
         store: the run store (``flow_core.store.RunStore``); each ``run`` then gets a record
             there (transcript, pre-images, diff, report) and its report names it. None (the
             default for library use) records nothing, except that an isolated run uses the
@@ -53,21 +53,23 @@ class Runtime:
 
     def __init__(
         self,
-        config: FlowConfig,
+        config: FlowConfig | LoadedConfig,
         *,
         trusted: bool = False,
         backend: ChatBackend | None = None,
         editor: EditorBridge | None = None,
         on_event: EventSink | None = None,
-        config_sources: Sequence[str] = (),
         store: RunStore | None = None,
     ) -> None:
-        self.config = config
+        from flow_core.config._schema import LoadedConfig
+
+        loaded = config if isinstance(config, LoadedConfig) else LoadedConfig(config, [])
+        self.config = loaded.config
         self.trusted = trusted
         self._backend = backend
         self._editor = editor
         self._on_event = on_event
-        self._config_sources = list(config_sources)
+        self._config_sources = list(loaded.sources)
         self._store = store
         #: The run or check in progress (or the latest), for ``interrupt`` and ``close``.
         self._active: Run | None = None
