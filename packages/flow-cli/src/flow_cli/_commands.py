@@ -118,14 +118,10 @@ def error_report(
             known = runtime.status()
         except Exception:  # describing the setup must never hide the original error
             known = None
-    return flow_core.error_report(
-        kind,
-        code,
-        message,
-        workspace=opts.workspace if opts is not None else None,
-        trusted=opts.trusted if opts is not None else False,
-        base=known,
-    )
+    invocation = flow_core.Invocation()
+    if opts is not None:
+        invocation = flow_core.Invocation(workspace=opts.workspace, trusted=opts.trusted)
+    return flow_core.error_report(kind, code, message, invocation=invocation, base=known)
 
 
 def emit_usage_error(kind: str, code: ErrorCode, message: str) -> None:

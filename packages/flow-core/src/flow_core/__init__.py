@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         user_run_store as user_run_store,
     )
     from flow_core._outcome import (
+        Invocation as Invocation,
         error_report as error_report,
         exit_code_for as exit_code_for,
         is_error as is_error,
@@ -190,6 +191,7 @@ else:
                 "user_run_store",
             ),
             "flow_core._outcome": (
+                "Invocation",
                 "error_report",
                 "exit_code_for",
                 "is_error",

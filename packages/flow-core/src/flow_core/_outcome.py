@@ -9,6 +9,7 @@ catalogue (``ERROR_CATEGORIES``: usage 2, failure 1, interrupted 130); an MCP to
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from flow_core.__about__ import __version__
@@ -17,10 +18,25 @@ from flow_core._report import ErrorInfo, Report
 if TYPE_CHECKING:
     from flow_core._catalogue import ErrorCode
 
-__all__ = ["error_report", "exit_code_for", "is_error"]
+__all__ = ["Invocation", "error_report", "exit_code_for", "is_error"]
 
 #: Report statuses that mean success (exit code 0).
 _SUCCESS = frozenset({"ok", "passed", "verified"})
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What the command line (or the MCP tool call) said, as an error report shows it.
+
+    Attributes:
+        workspace: the absolute workspace path, when known.
+        trusted: whether the command ran with ``--trusted``.
+        task: the run's task, when there is one.
+    """
+
+    workspace: str | None = None
+    trusted: bool = False
+    task: str | None = None
 
 
 def error_report(
@@ -28,9 +44,7 @@ def error_report(
     code: ErrorCode,
     message: str,
     *,
-    workspace: str | None = None,
-    trusted: bool = False,
-    task: str | None = None,
+    invocation: Invocation = Invocation(),
     base: Report | None = None,
 ) -> Report:
     """A report for an error that stopped a command before it produced one.
@@ -42,11 +56,11 @@ def error_report(
         kind: the command (``status``, ``check`` or ``run``).
         code: a code of ``flow_core.ERROR_CODES``.
         message: what went wrong and what to do.
-        workspace: the absolute workspace path, when known.
-        trusted: whether the command ran with ``--trusted``.
-        task: the run's task, when there is one.
+        invocation: the workspace, ``--trusted`` and task the command was given
+            (``Invocation``; the default: none known, untrusted).
         base: a report that already describes the setup (``Runtime.status()``); its
-            workspace, sources, models and checks are kept.
+            workspace, sources, models and checks are kept (and the invocation's task, when
+            it has one).
     """
     from flow_core._catalogue import error_category
 
@@ -56,17 +70,17 @@ def error_report(
     errors = [ErrorInfo(code=code, message=message)]
     update: dict[str, object] = {"kind": kind, "ok": False, "status": status, "errors": errors}
     if base is not None:
-        if task is not None:
-            update["task"] = task
+        if invocation.task is not None:
+            update["task"] = invocation.task
         return base.model_copy(update=update)
     return Report(
         kind=kind,
         ok=False,
         status=status,
         flow_version=__version__,
-        workspace=workspace,
-        trusted=trusted,
-        task=task,
+        workspace=invocation.workspace,
+        trusted=invocation.trusted,
+        task=invocation.task,
         errors=errors,
     )
 

@@ -41,6 +41,7 @@ from flow_core import (
     ErrorInfo,
     Event,
     FlowError,
+    Invocation,
     Report,
     error_report,
     report_json_schema,
@@ -322,9 +323,8 @@ class FlowTools:
         task: str | None = None,
     ) -> Report:
         """An error report (``flow_core.error_report``) with one ``{code, message}`` entry."""
-        return error_report(
-            kind, code, message, workspace=self.workspace, trusted=self.trusted, task=task
-        )
+        invocation = Invocation(workspace=self.workspace, trusted=self.trusted, task=task)
+        return error_report(kind, code, message, invocation=invocation)
 
 
 __all__ = [
