@@ -70,10 +70,28 @@ def read_window(
     if end_line is not None and end_line < start_line:
         raise ReadError(f"end_line {end_line} is before start_line {start_line}")
     last = min(total, end_line if end_line is not None else start_line + READ_MAX_LINES - 1)
+    rows, shown_to, hint = _rows(rel, lines, start_line, last, start_col)
+    crlf = (
+        " (CRLF line endings: each shown line ends with \\r\\n in the file)"
+        if ("\r\n" in text)
+        else ""
+    )
+    head = f"{rel}: lines {start_line}-{shown_to} of {total}{crlf}"
+    return "\n".join([head, *rows, *([hint] if hint else [])])
+
+
+def _rows(
+    rel: str, lines: list[str], start_line: int, last: int, start_col: int
+) -> tuple[list[str], int, str]:
+    """The numbered rows of lines ``start_line``..``last`` (1-based) that fit the window, the
+    last line shown, and the hint to go on (``""`` at the end of the file).
+
+    Raises:
+        ReadError: ``start_col`` past the end of ``start_line``.
+    """
     width = len(str(last))
     rows: list[str] = []
     used = 0
-    hint = ""
     shown_to = start_line - 1
     for number in range(start_line, last + 1):
         line = lines[number - 1].removesuffix("\r")
@@ -82,8 +100,7 @@ def read_window(
             raise ReadError(f"start_col {col} is past the end of line {number} ({len(line)} chars)")
         piece = line[col - 1 : col - 1 + READ_LINE_CAP]
         if rows and used + len(piece) > READ_MAX_CHARS:
-            hint = _hint(rel, number)
-            break
+            return rows, shown_to, _hint(rel, number)
         rows.append(f"{number:>{width}}\t{piece}")
         used += len(piece)
         shown_to = number
@@ -91,15 +108,5 @@ def read_window(
         if end_col < len(line) or col > 1:
             rows.append(f"[line {number}: columns {col}-{end_col} of {len(line)} shown]")
         if end_col < len(line):
-            hint = _hint(rel, number, end_col + 1)
-            break
-    else:
-        if last < total:
-            hint = _hint(rel, last + 1)
-    crlf = (
-        " (CRLF line endings: each shown line ends with \\r\\n in the file)"
-        if ("\r\n" in text)
-        else ""
-    )
-    head = f"{rel}: lines {start_line}-{shown_to} of {total}{crlf}"
-    return "\n".join([head, *rows, *([hint] if hint else [])])
+            return rows, shown_to, _hint(rel, number, end_col + 1)
+    return rows, shown_to, _hint(rel, last + 1) if last < len(lines) else ""

@@ -198,17 +198,36 @@ def search(
     Raises:
         SearchError: ``tool_invalid_arguments``, ``search_bad_regex`` or ``search_timeout``.
     """
-    regex = query.regex
-    rx = _compile(query.text, regex=regex, ignore_case=query.ignore_case)
+    rx = _compile(query.text, regex=query.regex, ignore_case=query.ignore_case)
     context = max(0, min(context, MAX_CONTEXT_LINES))
+    names, texts, note = _read_texts(paths, read)
+    if query.regex:
+        found = _run_regex(rx, texts, limit + 1, timeout_s)
+        matches = [_Match(names[i], n, s, e) for i, n, s, e in found]
+    else:
+        matches = _literal_matches(rx, names, texts, limit + 1)
+    if len(matches) > limit:
+        matches = matches[:limit]
+        note = f"[stopped at {limit} matches; narrow path or query]"
+    if not matches:
+        return "(no matches)" + ("\n" + note if note else "")
+    return _render(matches, dict(zip(names, texts, strict=True)), context) + (
+        "\n" + note if note else ""
+    )
+
+
+def _read_texts(
+    paths: Iterable[str], read: Callable[[str], bytes]
+) -> tuple[list[str], list[str], str]:
+    """The searchable files of ``paths`` and their text (undecodable bytes replaced), up to
+    ``MAX_SEARCH_BYTES`` read; unreadable and binary files (a NUL in the first 8 KiB) are
+    skipped. The third item is the note to show when the byte bound stopped the reading."""
     names: list[str] = []
     texts: list[str] = []
     scanned = 0
-    note = ""
     for path in paths:
         if scanned >= MAX_SEARCH_BYTES:
-            note = f"[stopped after reading {MAX_SEARCH_BYTES} bytes; narrow path]"
-            break
+            return names, texts, f"[stopped after reading {MAX_SEARCH_BYTES} bytes; narrow path]"
         try:
             data = read(path)
         except OSError:
@@ -218,30 +237,27 @@ def search(
             continue
         names.append(path)
         texts.append(data.decode("utf-8", errors="replace"))
+    return names, texts, ""
+
+
+def _literal_matches(
+    rx: re.Pattern[str], names: list[str], texts: list[str], most: int
+) -> list[_Match]:
+    """Matches of ``rx`` line by line (a line's ``"\\r"`` not matched), in file order, at
+    most ``most`` of them."""
     matches: list[_Match] = []
-    if regex:
-        found = _run_regex(rx, texts, limit + 1, timeout_s)
-        matches = [_Match(names[i], n, s, e) for i, n, s, e in found]
-    else:
-        for name, text in zip(names, texts, strict=True):
-            if len(matches) > limit:
-                break
-            if rx.search(text) is None:
-                continue
-            for number, line in enumerate(text.split("\n"), 1):
-                m = rx.search(line.removesuffix("\r"))
-                if m is not None:
-                    matches.append(_Match(name, number, m.start(), m.end()))
-                    if len(matches) > limit:
-                        break
-    if len(matches) > limit:
-        matches = matches[:limit]
-        note = f"[stopped at {limit} matches; narrow path or query]"
-    if not matches:
-        return "(no matches)" + ("\n" + note if note else "")
-    return _render(matches, dict(zip(names, texts, strict=True)), context) + (
-        "\n" + note if note else ""
-    )
+    for name, text in zip(names, texts, strict=True):
+        if len(matches) >= most:
+            break
+        if rx.search(text) is None:
+            continue
+        for number, line in enumerate(text.split("\n"), 1):
+            m = rx.search(line.removesuffix("\r"))
+            if m is not None:
+                matches.append(_Match(name, number, m.start(), m.end()))
+                if len(matches) >= most:
+                    break
+    return matches
 
 
 def _render(matches: list[_Match], texts: dict[str, str], context: int) -> str:

@@ -54,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Literal
 
 from flow_core._protocols import EditorLintResult
 from flow_core._report import (
@@ -131,20 +132,10 @@ class GateFacts:
 
 
 def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry], bool]:
-    passed_static: list[tuple[str, frozenset[str]]] = []
-    for result in facts.checks:
-        if result.required and result.status == "passed" and result.kind in STATIC_KINDS:
-            types = facts.check_filetypes.get(result.name, ())
-            passed_static.append((result.name, frozenset(t.lower() for t in types)))
-    native_ok: set[str] = set()
-    vetoed: set[str] = set()
-    for lint in facts.native_lint:
-        if lint.error_count > 0 or lint.stale:
-            vetoed.update(lint.files)
-        elif lint.status == "ok" and lint.verified:
-            native_ok.update(lint.files)
-    native_ok -= vetoed
-
+    """One coverage entry per language key of the changed files, and whether every key
+    that needs static analysis is covered; each gap appends its reason to ``reasons``."""
+    passed_static = _passed_static(facts)
+    native_ok, vetoed = _native_lint_verdicts(facts)
     by_key: dict[str, list[str]] = {}
     for path in sorted(set(facts.changed_files)):
         by_key.setdefault(language_key(path), []).append(path)
@@ -169,44 +160,86 @@ def _coverage(facts: GateFacts, reasons: list[str]) -> tuple[list[CoverageEntry]
         by: set[str] = set()
         uncovered: list[str] = []
         for path in files:
-            wanted = _keys_for(path)
-            names = [n for n, types in passed_static if types & wanted]
-            skipped = [n for n in names if path in facts.not_examined.get(n, ())]
-            if skipped:
-                names = [n for n in names if n not in skipped]
-                reasons.append(
-                    f"{path}: excluded by the configuration of {', '.join(skipped)}, so "
-                    "that check did not examine it"
-                )
-            if path in facts.suppressed:
-                names = []
-                reasons.append(
-                    f"{path}: the change adds a file-level suppression comment, so no lint "
-                    "check examined it"
-                )
-            if path in native_ok and path not in facts.suppressed:
-                names.append("rose:editor_lint")
+            names = _covering(path, facts, passed_static, native_ok, reasons)
             by.update(names)
             if not names:
                 uncovered.append(path)
-        bad = [p for p in files if p in vetoed]
-        if bad:
-            status = "vetoed"
-            reasons.append(
-                f"static analysis for {key!r} vetoed: editor lint reported errors or stale "
-                f"results for {', '.join(bad)}"
-            )
-        elif uncovered:
-            status = "uncovered"
-            reasons.append(
-                f"no passing required lint/typecheck/diagnostics check covers {key!r} "
-                f"({', '.join(uncovered)})"
-            )
-        else:
-            status = "covered"
+        status = _key_status(key, [p for p in files if p in vetoed], uncovered, reasons)
         all_ok = all_ok and status == "covered"
-        entries.append(CoverageEntry(key=key, files=files, status=status, by=sorted(by)))  # type: ignore[arg-type]
+        entries.append(CoverageEntry(key=key, files=files, status=status, by=sorted(by)))
     return entries, all_ok
+
+
+def _passed_static(facts: GateFacts) -> list[tuple[str, frozenset[str]]]:
+    """The required static checks that passed, each with its file types (lower case)."""
+    passed: list[tuple[str, frozenset[str]]] = []
+    for result in facts.checks:
+        if result.required and result.status == "passed" and result.kind in STATIC_KINDS:
+            types = facts.check_filetypes.get(result.name, ())
+            passed.append((result.name, frozenset(t.lower() for t in types)))
+    return passed
+
+
+def _native_lint_verdicts(facts: GateFacts) -> tuple[set[str], set[str]]:
+    """The files the editor's lint vouched for, and the files it vetoed (an error or a
+    stale result anywhere vetoes the file, whatever else vouched)."""
+    native_ok: set[str] = set()
+    vetoed: set[str] = set()
+    for lint in facts.native_lint:
+        if lint.error_count > 0 or lint.stale:
+            vetoed.update(lint.files)
+        elif lint.status == "ok" and lint.verified:
+            native_ok.update(lint.files)
+    return native_ok - vetoed, vetoed
+
+
+def _covering(
+    path: str,
+    facts: GateFacts,
+    passed_static: list[tuple[str, frozenset[str]]],
+    native_ok: set[str],
+    reasons: list[str],
+) -> list[str]:
+    """The checks that examined ``path`` and passed; a check whose configuration excluded
+    it, or a suppression comment the change adds, appends its reason to ``reasons``."""
+    wanted = _keys_for(path)
+    names = [n for n, types in passed_static if types & wanted]
+    skipped = [n for n in names if path in facts.not_examined.get(n, ())]
+    if skipped:
+        names = [n for n in names if n not in skipped]
+        reasons.append(
+            f"{path}: excluded by the configuration of {', '.join(skipped)}, so "
+            "that check did not examine it"
+        )
+    if path in facts.suppressed:
+        names = []
+        reasons.append(
+            f"{path}: the change adds a file-level suppression comment, so no lint "
+            "check examined it"
+        )
+    if path in native_ok and path not in facts.suppressed:
+        names.append("rose:editor_lint")
+    return names
+
+
+def _key_status(
+    key: str, bad: list[str], uncovered: list[str], reasons: list[str]
+) -> Literal["vetoed", "uncovered", "covered"]:
+    """A language key's coverage: vetoed (editor lint vetoed ``bad``), uncovered (no passing
+    check examined the ``uncovered`` files) or covered; a gap appends its reason."""
+    if bad:
+        reasons.append(
+            f"static analysis for {key!r} vetoed: editor lint reported errors or stale "
+            f"results for {', '.join(bad)}"
+        )
+        return "vetoed"
+    if uncovered:
+        reasons.append(
+            f"no passing required lint/typecheck/diagnostics check covers {key!r} "
+            f"({', '.join(uncovered)})"
+        )
+        return "uncovered"
+    return "covered"
 
 
 def _required_passed(facts: GateFacts, reasons: list[str]) -> bool:
