@@ -122,21 +122,7 @@ class OllamaBackend(HTTPBackend):
             body["format"] = dict(format)
         body.update(self.wire_options(options))
         started = monotonic_ms()
-        try:
-            with stream_request(
-                self._open_client(),
-                "POST",
-                "/api/chat",
-                json_body=body,
-                peer=self._peer,
-            ) as response:
-                if self.stream:
-                    reply = self._read_stream(response, model)
-                else:
-                    raw = read_capped(response, self.max_response_bytes, server=self._server)
-                    reply = self._read_single(raw, model)
-        except HTTPStatusError as err:
-            raise self._recode(err, model) from err
+        reply = self._post_chat(body, model)
         return ChatResponse(
             content=reply.content,
             tool_calls=reply.tool_calls,
@@ -147,6 +133,28 @@ class OllamaBackend(HTTPBackend):
             completion_tokens=reply.completion_tokens,
             reasoning=reply.reasoning,
         )
+
+    def _post_chat(self, body: Mapping[str, Any], model: str) -> ChatResponse:
+        """Send one ``/api/chat`` body and read the reply, streamed or whole (``model``
+        names the model in errors).
+
+        Raises:
+            BackendError: see the class docstring.
+        """
+        try:
+            with stream_request(
+                self._open_client(),
+                "POST",
+                "/api/chat",
+                json_body=body,
+                peer=self._peer,
+            ) as response:
+                if self.stream:
+                    return self._read_stream(response, model)
+                raw = read_capped(response, self.max_response_bytes, server=self._server)
+                return self._read_single(raw, model)
+        except HTTPStatusError as err:
+            raise self._recode(err, model) from err
 
     def list_models(self) -> list[str]:
         """``GET /api/tags``: names of the installed models.
