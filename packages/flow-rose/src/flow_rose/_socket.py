@@ -82,37 +82,9 @@ def validate_socket(path: str | os.PathLike[str]) -> Path:
             directory, or one on the way, is theirs or writable by them),
             ``editor_socket_public`` when other users could reach the socket.
     """
-    text = os.fspath(path)
-    if not isinstance(text, str) or not text.strip():
-        raise editor_error(
-            "editor_socket_invalid", "the Neovim socket path is empty; pass an explicit path"
-        )
-    if "\0" in text:
-        raise editor_error("editor_socket_invalid", "the Neovim socket path contains a NUL byte")
-    if _looks_like_tcp(text):
-        raise editor_error(
-            "editor_socket_tcp",
-            f"{text!r} looks like a TCP address; Flow only connects to a private Unix socket "
-            "(start Neovim with --listen /a/0700/dir/nvim.sock)",
-        )
-    if not os.path.isabs(text):
-        raise editor_error(
-            "editor_socket_invalid", f"the Neovim socket path {text!r} must be absolute"
-        )
-    try:
-        st = os.lstat(text)
-    except OSError as err:
-        raise editor_error(
-            "editor_socket_invalid", f"no Neovim socket at {text!r}: {err.strerror}"
-        ) from err
-    if not stat.S_ISSOCK(st.st_mode):
-        raise editor_error("editor_socket_invalid", f"{text!r} is not a Unix socket")
+    text = _socket_text(path)
     uid = os.getuid()
-    if st.st_uid != uid:
-        raise editor_error(
-            "editor_socket_invalid",
-            f"the socket {text!r} belongs to uid {st.st_uid}, not to you (uid {uid})",
-        )
+    st = _own_socket(text, uid)
     parent, pst = _resolve_parent(text, uid)
     if pst.st_uid != uid or pst.st_mode & 0o022:
         owner = "you" if pst.st_uid == uid else f"uid {pst.st_uid}"
@@ -131,6 +103,56 @@ def validate_socket(path: str | os.PathLike[str]) -> Path:
         f"group/other bits (mode {stat.S_IMODE(pst.st_mode):04o}) and so does the socket "
         f"(mode {stat.S_IMODE(st.st_mode):04o}); use a 0700 directory or a 0600 socket",
     )
+
+
+def _socket_text(path: str | os.PathLike[str]) -> str:
+    """``path`` as text, once it is known to name a file: not empty, no NUL, not a TCP
+    address, absolute.
+
+    Raises:
+        EditorError: ``editor_socket_tcp`` or ``editor_socket_invalid``.
+    """
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise editor_error(
+            "editor_socket_invalid", "the Neovim socket path is empty; pass an explicit path"
+        )
+    if "\0" in text:
+        raise editor_error("editor_socket_invalid", "the Neovim socket path contains a NUL byte")
+    if _looks_like_tcp(text):
+        raise editor_error(
+            "editor_socket_tcp",
+            f"{text!r} looks like a TCP address; Flow only connects to a private Unix socket "
+            "(start Neovim with --listen /a/0700/dir/nvim.sock)",
+        )
+    if not os.path.isabs(text):
+        raise editor_error(
+            "editor_socket_invalid", f"the Neovim socket path {text!r} must be absolute"
+        )
+    return text
+
+
+def _own_socket(text: str, uid: int) -> os.stat_result:
+    """``lstat`` of ``text``, once it is known to be a Unix socket (not a link to one) owned
+    by ``uid``.
+
+    Raises:
+        EditorError: ``editor_socket_invalid``.
+    """
+    try:
+        st = os.lstat(text)
+    except OSError as err:
+        raise editor_error(
+            "editor_socket_invalid", f"no Neovim socket at {text!r}: {err.strerror}"
+        ) from err
+    if not stat.S_ISSOCK(st.st_mode):
+        raise editor_error("editor_socket_invalid", f"{text!r} is not a Unix socket")
+    if st.st_uid != uid:
+        raise editor_error(
+            "editor_socket_invalid",
+            f"the socket {text!r} belongs to uid {st.st_uid}, not to you (uid {uid})",
+        )
+    return st
 
 
 def _resolve_parent(text: str, uid: int) -> tuple[str, os.stat_result]:
