@@ -403,14 +403,8 @@ def _serve(
     workspace = str(loaded.config.workspace_dir)
     writer = FrameWriter(out_fd)
     relay = ProgressRelay(writer.send)
-    try:
-        # Wired like the CLI's and the TUI's (flow_core._factory): every flow_run is recorded
-        # in the user's run store (flow runs).
-        runtime = open_runtime(loaded, trusted=options.trusted, on_event=relay, editor=bridge)
-    except FlowError as err:
-        _err(f"cannot start the runtime: {err.message} [{err.code}]")
-        if bridge is not None:
-            _quietly("closing the editor bridge", bridge.close)
+    runtime = _open_runtime(options, loaded, bridge, relay)
+    if runtime is None:
         return EXIT_USAGE
 
     tools = FlowTools(
@@ -450,6 +444,24 @@ def _serve(
             stop.signals.restore()
             reader.close()
     return code
+
+
+def _open_runtime(
+    options: ServerOptions,
+    loaded: LoadedConfig,
+    bridge: EditorBridge | None,
+    relay: ProgressRelay,
+) -> Runtime | None:
+    """The session's runtime, wired like the CLI's and the TUI's (flow_core._factory): every
+    flow_run is recorded in the user's run store (flow runs). None, after saying why on
+    stderr and closing the bridge, when it cannot start."""
+    try:
+        return open_runtime(loaded, trusted=options.trusted, on_event=relay, editor=bridge)
+    except FlowError as err:
+        _err(f"cannot start the runtime: {err.message} [{err.code}]")
+        if bridge is not None:
+            _quietly("closing the editor bridge", bridge.close)
+        return None
 
 
 def _wind_down(
