@@ -138,29 +138,10 @@ class Writer(Root):
         name = parts[-1]
         dir_fd = self._open_dir(rel, root_fd, parts[:-1], create=True)
         try:
-            keep_mode: int | None = None
-            try:
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                pass
-            except OSError as err:
-                raise self._error(rel, err) from err
-            else:
-                self._require_file(rel, st)
-                keep_mode = stat_mod.S_IMODE(st.st_mode)
+            keep_mode = self._existing_mode(rel, dir_fd, name)
             tmp, fd = self._create_temp(rel, dir_fd)
             try:
-                try:
-                    written = 0
-                    while written < view.nbytes:
-                        written += os.write(fd, view[written:])
-                    if mode is not None:
-                        os.fchmod(fd, stat_mod.S_IMODE(mode))
-                    elif keep_mode is not None:
-                        os.fchmod(fd, keep_mode)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                _fill(fd, view, mode if mode is not None else keep_mode)
                 os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException as exc:
                 with contextlib.suppress(OSError):
@@ -171,6 +152,23 @@ class Writer(Root):
             fsync_dir(dir_fd)
         finally:
             close_unless(dir_fd, root_fd)
+
+    def _existing_mode(self, rel: str, dir_fd: int, name: str) -> int | None:
+        """The permission bits of the file ``name`` (in ``dir_fd``) that a write replaces;
+        None when there is none yet.
+
+        Raises:
+            SymlinkError, IsDirectoryError, NotRegularFileError, HardLinkError: the target
+                cannot be replaced (``_require_file``); SafeIOError: it cannot be examined.
+        """
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise self._error(rel, err) from err
+        self._require_file(rel, st)
+        return stat_mod.S_IMODE(st.st_mode)
 
     def remove(self, rel: str) -> None:
         """Delete one regular file (for hosts undoing their own writes, never a model tool).
@@ -244,3 +242,21 @@ def _generated(rel: str, folder: tuple[str, ...]) -> GeneratedPathError:
         f"inside {'/'.join(folder)}/, a generated or environment folder (dependencies, caches, "
         "build output or a virtual environment); files there are never written",
     )
+
+
+def _fill(fd: int, view: memoryview, mode: int | None) -> None:
+    """Write all of ``view`` to the new file ``fd``, set its permission bits to ``mode``
+    when given, ``fsync`` it and close it (even on failure).
+
+    Raises:
+        OSError: a write, ``fchmod`` or ``fsync`` failed.
+    """
+    try:
+        written = 0
+        while written < view.nbytes:
+            written += os.write(fd, view[written:])
+        if mode is not None:
+            os.fchmod(fd, stat_mod.S_IMODE(mode))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
